@@ -1,0 +1,366 @@
+//! The command-line face: clap parsing, tracing set-up and human or `--json`
+//! rendering of the [`Host`] results.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use clap::{Args, Parser, Subcommand};
+use serde::Serialize;
+
+use crate::Host;
+use crate::api::{Encoding, ListRequest, ReadRequest};
+use crate::config::{HostConfig, Limits};
+use crate::error::{ErrorBody, HostError};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "skillhost",
+    version,
+    about = "Host Agent Skills for MCP clients"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// Log filter for stderr (e.g. `debug`, `skillhost=trace`). Default: `info` for serve, `error` otherwise; RUST_LOG is used when this is not given.
+    #[arg(long, global = true)]
+    log_level: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve the skills to an MCP client over stdio.
+    Serve {
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// List the available skills.
+    List {
+        #[command(flatten)]
+        host: HostArgs,
+        /// Also list disabled skills.
+        #[arg(long)]
+        include_disabled: bool,
+        /// Print the skill_list JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a skill's instructions and file index.
+    Load {
+        #[command(flatten)]
+        host: HostArgs,
+        /// Exact skill name.
+        name: String,
+        /// Print the skill_load JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print one related file of a skill (raw bytes unless --json).
+    Read {
+        #[command(flatten)]
+        host: HostArgs,
+        /// Exact skill name.
+        name: String,
+        /// File path relative to the skill directory.
+        path: String,
+        /// Byte offset to start at.
+        #[arg(long)]
+        offset: Option<u64>,
+        /// Maximum number of bytes to return.
+        #[arg(long)]
+        length: Option<u64>,
+        /// Print the skill_read JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Where skills come from and the limits; shared by every subcommand.
+#[derive(Args, Debug)]
+struct HostArgs {
+    /// Workspace root; its `.agents/skills` is the highest-priority source.
+    #[arg(long, default_value = ".")]
+    workspace: PathBuf,
+    /// State directory (managed skills live in `<state-dir>/skills`). Default: `<workspace>/.skillhost`.
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// Extra skills directory, lowest priority; repeat for more.
+    #[arg(long = "skills-dir", value_name = "DIR")]
+    skills_dirs: Vec<PathBuf>,
+    /// Do not read the global source `${XDG_CONFIG_HOME:-~/.config}/agents/skills`.
+    #[arg(long)]
+    no_global: bool,
+    /// Largest SKILL.md that is parsed.
+    #[arg(long, default_value_t = Limits::default().max_skill_md_bytes)]
+    max_skill_md_bytes: u64,
+    /// Largest number of bytes one skill_read returns.
+    #[arg(long, default_value_t = Limits::default().max_file_bytes)]
+    max_file_bytes: u64,
+    /// Related files listed per skill.
+    #[arg(long, default_value_t = Limits::default().max_files_listed)]
+    max_files_listed: usize,
+    /// Skills accepted across all sources.
+    #[arg(long, default_value_t = Limits::default().max_skills)]
+    max_skills: usize,
+    /// Directory entries read per scan.
+    #[arg(long, default_value_t = Limits::default().max_scan_entries)]
+    max_scan_entries: usize,
+    /// Depth below a skill directory to which files are listed.
+    #[arg(long, default_value_t = Limits::default().max_file_depth)]
+    max_file_depth: usize,
+}
+
+impl HostArgs {
+    fn config(&self) -> HostConfig {
+        let mut config = HostConfig::new(&self.workspace);
+        if let Some(state_dir) = &self.state_dir {
+            config = config.with_state_dir(state_dir);
+        }
+        if self.no_global {
+            config.global_dir = None;
+        }
+        for dir in &self.skills_dirs {
+            config = config.with_extra_dir(dir);
+        }
+        config.limits = Limits {
+            max_skill_md_bytes: self.max_skill_md_bytes,
+            max_file_bytes: self.max_file_bytes,
+            max_files_listed: self.max_files_listed,
+            max_skills: self.max_skills,
+            max_scan_entries: self.max_scan_entries,
+            max_file_depth: self.max_file_depth,
+        };
+        config
+    }
+}
+
+/// Parse the command line, run it, and return the process exit code
+/// (0 success, 1 caller error, 2 system error).
+pub fn run() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return if error.use_stderr() { 1 } else { 0 };
+        }
+    };
+    let default_level = match cli.command {
+        Command::Serve { .. } => "skillhost=info,rmcp=warn",
+        _ => "error",
+    };
+    init_tracing(cli.log_level.as_deref(), default_level);
+    match cli.command {
+        Command::Serve { host } => serve(host.config()),
+        Command::List {
+            host,
+            include_disabled,
+            json,
+        } => {
+            let host = Host::new(host.config());
+            let list = host.list(&ListRequest {
+                include_disabled: Some(include_disabled),
+            });
+            if json {
+                print_json(&list)
+            } else {
+                render_list(&list);
+                0
+            }
+        }
+        Command::Load { host, name, json } => {
+            let host = Host::new(host.config());
+            match host.load(&name) {
+                Ok(skill) if json => print_json(&skill),
+                Ok(skill) => {
+                    render_load(&skill);
+                    0
+                }
+                Err(error) => report(error, json),
+            }
+        }
+        Command::Read {
+            host,
+            name,
+            path,
+            offset,
+            length,
+            json,
+        } => {
+            let host = Host::new(host.config());
+            match host.read(&ReadRequest {
+                name,
+                path,
+                offset,
+                length,
+            }) {
+                Ok(content) if json => print_json(&content),
+                Ok(content) => render_read(&content),
+                Err(error) => report(error, json),
+            }
+        }
+    }
+}
+
+fn init_tracing(flag: Option<&str>, default_level: &str) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match flag {
+        Some(flag) => EnvFilter::try_new(flag),
+        None => EnvFilter::try_from_default_env().or_else(|_| EnvFilter::try_new(default_level)),
+    }
+    .unwrap_or_else(|_| EnvFilter::new(default_level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
+fn serve(config: HostConfig) -> i32 {
+    let host = Arc::new(Host::new(config));
+    let list = host.list(&ListRequest::default());
+    tracing::info!(
+        skills = list.skills.len(),
+        sources = %list
+            .skills_dirs
+            .iter()
+            .map(|d| format!("{}={}", d.source.as_str(), d.path))
+            .collect::<Vec<_>>()
+            .join(" "),
+        "skillhost {} serving MCP on stdio",
+        env!("CARGO_PKG_VERSION")
+    );
+    for warning in &list.warnings {
+        tracing::warn!("{warning}");
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            tracing::error!("cannot start the async runtime: {error}");
+            return 2;
+        }
+    };
+    match runtime.block_on(crate::mcp::serve_stdio(host)) {
+        Ok(()) => 0,
+        Err(error) => {
+            tracing::error!("{error:#}");
+            2
+        }
+    }
+}
+
+fn print_json<T: Serialize>(value: &T) -> i32 {
+    let mut out = std::io::stdout().lock();
+    match serde_json::to_writer_pretty(&mut out, value) {
+        Ok(()) => {
+            let _ = writeln!(out);
+            0
+        }
+        Err(error) => {
+            eprintln!("error: cannot write JSON: {error}");
+            2
+        }
+    }
+}
+
+fn report(error: HostError, json: bool) -> i32 {
+    let code = error.kind.exit_code();
+    if json {
+        print_json(&ErrorBody::from(error));
+    } else {
+        eprintln!("error: {error}");
+    }
+    code
+}
+
+fn render_list(list: &crate::api::SkillList) {
+    let mut out = std::io::stdout().lock();
+    let width = list.skills.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    for skill in &list.skills {
+        let description = first_line(&skill.description, 100);
+        let _ = writeln!(
+            out,
+            "{:width$}  {:8} {}",
+            skill.name,
+            skill.source.as_str(),
+            description
+        );
+    }
+    if list.skills.is_empty() {
+        let _ = writeln!(out, "no skills found");
+    }
+    let _ = writeln!(out, "\nskills directories (first wins):");
+    for dir in &list.skills_dirs {
+        let missing = if dir.exists { "" } else { "  (missing)" };
+        let _ = writeln!(out, "  {:8} {}{missing}", dir.source.as_str(), dir.path);
+    }
+    let skill_warnings = list
+        .skills
+        .iter()
+        .flat_map(|s| s.warnings.iter().map(move |w| format!("{}: {w}", s.name)));
+    for warning in list.warnings.iter().cloned().chain(skill_warnings) {
+        eprintln!("warning: {warning}");
+    }
+}
+
+fn render_load(skill: &crate::api::LoadedSkill) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "skill: {} ({})", skill.name, skill.source.as_str());
+    let _ = writeln!(out, "dir:   {}", skill.skill_dir);
+    if !skill.files.is_empty() {
+        let _ = writeln!(out, "files:");
+        for file in &skill.files {
+            let kind = serde_json::to_value(file.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let _ = writeln!(out, "  {}  ({} bytes, {kind})", file.path, file.size);
+        }
+    }
+    let _ = writeln!(out, "---\n{}", skill.instructions.trim_start_matches('\n'));
+    for warning in &skill.warnings {
+        eprintln!("warning: {warning}");
+    }
+}
+
+fn render_read(content: &crate::api::FileContent) -> i32 {
+    let bytes = match content.encoding {
+        Encoding::Utf8 => content.content.as_bytes().to_vec(),
+        Encoding::Base64 => {
+            match base64::engine::general_purpose::STANDARD.decode(&content.content) {
+                Ok(bytes) => bytes,
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    return 2;
+                }
+            }
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    if out.write_all(&bytes).and_then(|_| out.flush()).is_err() {
+        return 2;
+    }
+    if content.truncated {
+        eprintln!(
+            "note: returned bytes {}..{} of {}; use --offset {} for more",
+            content.offset,
+            content.offset + content.length,
+            content.size,
+            content.offset + content.length
+        );
+    }
+    0
+}
+
+fn first_line(text: &str, max_chars: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    if line.chars().count() > max_chars || text.lines().nth(1).is_some() {
+        let cut: String = line.chars().take(max_chars.saturating_sub(1)).collect();
+        format!("{}…", cut.trim_end())
+    } else {
+        line.to_string()
+    }
+}

@@ -1,0 +1,195 @@
+//! The `Host`: the one core API that the CLI, MCP and HTTP faces call.
+
+use base64::Engine as _;
+
+use crate::api::{
+    Encoding, FileContent, FileInfo, FileKind, ListRequest, LoadedSkill, ReadRequest, SkillList,
+    SkillSummary, SkillsDir,
+};
+use crate::config::HostConfig;
+use crate::error::{ErrorKind, HostError};
+use crate::fsguard;
+use crate::registry::{Registry, Scan, Skill};
+
+/// Owns the configuration and the registry. Cheap to share behind an `Arc`;
+/// every method rescans, so changes on disk show at the next call.
+pub struct Host {
+    config: HostConfig,
+    registry: Registry,
+}
+
+impl Host {
+    pub fn new(config: HostConfig) -> Self {
+        let registry = Registry::new(config.sources(), config.limits.clone());
+        Host { config, registry }
+    }
+
+    pub fn config(&self) -> &HostConfig {
+        &self.config
+    }
+
+    /// `skill_list`: every accepted skill with its files and warnings.
+    pub fn list(&self, request: &ListRequest) -> SkillList {
+        // Disabling arrives with the managed store; until then every skill is
+        // enabled, so `include_disabled` cannot change the result.
+        let _ = request.include_disabled;
+        let scan = self.registry.scan();
+        SkillList {
+            skills: scan.skills.iter().map(summary).collect(),
+            skills_dirs: scan
+                .dirs
+                .iter()
+                .map(|d| SkillsDir {
+                    source: d.source,
+                    path: d.path.display().to_string(),
+                    exists: d.exists,
+                })
+                .collect(),
+            warnings: scan.warnings,
+        }
+    }
+
+    /// `skill_load`: the instructions and an index of related files.
+    pub fn load(&self, name: &str) -> Result<LoadedSkill, HostError> {
+        let scan = self.registry.scan();
+        let skill = find(&scan, name)?;
+        let listing = self.registry.fresh_listing(skill);
+        let mut warnings = skill.parsed.warnings.clone();
+        warnings.extend(listing.warnings.iter().cloned());
+        Ok(LoadedSkill {
+            name: skill.name.clone(),
+            description: skill.parsed.description.clone(),
+            source: skill.source,
+            frontmatter: skill.parsed.frontmatter.clone(),
+            instructions: skill.parsed.instructions.clone(),
+            skill_dir: skill.skill_dir.display().to_string(),
+            files: listing
+                .files
+                .iter()
+                .map(|f| FileInfo {
+                    kind: FileKind::classify(&f.path),
+                    path: f.path.clone(),
+                    size: f.size,
+                })
+                .collect(),
+            warnings,
+        })
+    }
+
+    /// `skill_read`: one bounded file by skill-relative path.
+    pub fn read(&self, request: &ReadRequest) -> Result<FileContent, HostError> {
+        let path = fsguard::normalize_relative(&request.path)?;
+        if request.length == Some(0) {
+            return Err(HostError::new(
+                ErrorKind::InvalidInput,
+                "length must be at least 1 (omit it to read the rest of the file)",
+            ));
+        }
+        let scan = self.registry.scan();
+        let skill = find(&scan, &request.name)?;
+        let read = fsguard::read_in_skill(
+            &skill.skill_dir,
+            &path,
+            request.offset.unwrap_or(0),
+            request.length,
+            self.config.limits.max_file_bytes,
+        )?;
+        let reached_end = read.offset + read.bytes.len() as u64 >= read.size;
+        let (encoding, content, length) = encode(read.bytes, reached_end);
+        Ok(FileContent {
+            name: skill.name.clone(),
+            path,
+            encoding,
+            content,
+            size: read.size,
+            offset: read.offset,
+            length,
+            truncated: read.offset + length < read.size,
+        })
+    }
+}
+
+fn summary(skill: &Skill) -> SkillSummary {
+    SkillSummary {
+        name: skill.name.clone(),
+        description: skill.parsed.description.clone(),
+        source: skill.source,
+        source_path: skill.source_path.display().to_string(),
+        entry_path: skill.entry_path.display().to_string(),
+        files: skill.listing.files.iter().map(|f| f.path.clone()).collect(),
+        warnings: skill.warnings(),
+    }
+}
+
+fn find<'a>(scan: &'a Scan, name: &str) -> Result<&'a Skill, HostError> {
+    scan.find(name).ok_or_else(|| {
+        let close: Vec<&str> = scan
+            .skills
+            .iter()
+            .map(|s| s.name.as_str())
+            .filter(|candidate| {
+                let lower = name.to_ascii_lowercase();
+                !lower.is_empty() && (candidate.contains(&lower) || lower.contains(candidate))
+            })
+            .take(3)
+            .collect();
+        let hint = if close.is_empty() {
+            "skill_list shows the available names".to_string()
+        } else {
+            format!("did you mean {}?", close.join(", "))
+        };
+        HostError::new(
+            ErrorKind::SkillNotFound,
+            format!("no skill named `{name}`; {hint}"),
+        )
+    })
+}
+
+/// Text when the bytes are UTF-8 without NUL (an incomplete character at a
+/// cut is dropped so the text stays valid), base64 otherwise. Returns the
+/// number of file bytes the content stands for.
+fn encode(mut bytes: Vec<u8>, reached_end: bool) -> (Encoding, String, u64) {
+    if bytes.contains(&0) {
+        return base64_of(bytes);
+    }
+    if let Err(e) = std::str::from_utf8(&bytes)
+        && !reached_end
+        && e.error_len().is_none()
+        && e.valid_up_to() > 0
+    {
+        bytes.truncate(e.valid_up_to());
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => {
+            let length = text.len() as u64;
+            (Encoding::Utf8, text, length)
+        }
+        Err(e) => base64_of(e.into_bytes()),
+    }
+}
+
+fn base64_of(bytes: Vec<u8>) -> (Encoding, String, u64) {
+    let length = bytes.len() as u64;
+    (
+        Encoding::Base64,
+        base64::engine::general_purpose::STANDARD.encode(&bytes),
+        length,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_binary_and_cut_characters() {
+        assert_eq!(encode(b"hi".to_vec(), true).0, Encoding::Utf8);
+        assert_eq!(encode(vec![0, 1, 2], true).0, Encoding::Base64);
+        assert_eq!(encode(vec![0xff, 0xfe], true).0, Encoding::Base64);
+        // "é" is two bytes; a cut after the first keeps the text valid.
+        let (enc, text, len) = encode(vec![b'a', 0xc3], false);
+        assert_eq!((enc, text.as_str(), len), (Encoding::Utf8, "a", 1));
+        // At the end of the file the same bytes are simply not UTF-8.
+        assert_eq!(encode(vec![b'a', 0xc3], true).0, Encoding::Base64);
+    }
+}

@@ -1,0 +1,19 @@
+//! skillhost: hosts Agent Skills for MCP clients.
+//!
+//! [`Host`] is the core: it owns the [`registry`] and answers `list`, `load`
+//! and `read`. The CLI ([`cli`]) and the MCP server ([`mcp`]) are thin faces
+//! over it.
+
+pub mod api;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod fsguard;
+pub mod host;
+pub mod mcp;
+pub mod registry;
+pub mod skill;
+
+pub use config::{HostConfig, Limits, SourceKind};
+pub use error::{ErrorKind, HostError};
+pub use host::Host;

@@ -1,0 +1,134 @@
+//! The MCP face: a fixed set of tools over the [`Host`], served with rmcp.
+//! Tool names, argument names and descriptions are static; they never depend
+//! on which skills exist, so clients never need to reconnect.
+
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::IntoCallToolResult;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::model::{
+    CallToolResponse, CallToolResult, Implementation, ServerCapabilities, ServerConfig,
+};
+use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+
+use crate::Host;
+use crate::api::{FileContent, ListRequest, LoadRequest, LoadedSkill, ReadRequest, SkillList};
+use crate::error::{ErrorBody, ErrorKind, HostError};
+
+/// What the server tells a client at `initialize`.
+const INSTRUCTIONS: &str = "skillhost serves Agent Skills: folders of instructions and related files. \
+Call skill_list to see the available skills, skill_load with an exact name to get a skill's \
+instructions and its file index, and skill_read with a path from that index when the instructions \
+point to a related file. Changes on disk are visible at the next call.";
+
+/// A tool failure: returned to the client as a tool error (`isError: true`)
+/// with `{"error": {"kind", "message"}}` as structured content and as text.
+pub struct ToolError(pub HostError);
+
+impl IntoCallToolResult for ToolError {
+    fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
+        let body = serde_json::to_value(ErrorBody::from(self.0))
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        Ok(CallToolResult::structured_error(body).into())
+    }
+}
+
+/// The MCP server: a handle on the shared [`Host`] and the fixed tool router.
+#[derive(Clone)]
+pub struct SkillServer {
+    host: Arc<Host>,
+    tool_router: ToolRouter<Self>,
+}
+
+/// Run blocking host work off the async runtime.
+async fn blocking<T, F>(host: &Arc<Host>, work: F) -> Result<T, ToolError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Host) -> Result<T, HostError> + Send + 'static,
+{
+    let host = Arc::clone(host);
+    tokio::task::spawn_blocking(move || work(&host))
+        .await
+        .map_err(|e| {
+            ToolError(HostError::new(
+                ErrorKind::IoError,
+                format!("the request failed inside the host: {e}"),
+            ))
+        })?
+        .map_err(ToolError)
+}
+
+#[tool_router]
+impl SkillServer {
+    pub fn new(host: Arc<Host>) -> Self {
+        SkillServer {
+            host,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    #[tool(
+        name = "skill_list",
+        description = "List the available Agent Skills (name, description, source, entry path, related files, warnings) without loading their instructions. Rescans the skill directories on every call.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn skill_list(
+        &self,
+        Parameters(request): Parameters<ListRequest>,
+    ) -> Result<Json<SkillList>, ToolError> {
+        blocking(&self.host, move |host| Ok(host.list(&request)))
+            .await
+            .map(Json)
+    }
+
+    #[tool(
+        name = "skill_load",
+        description = "Load one skill by its exact name from skill_list: returns the full SKILL.md instructions, its frontmatter, the skill directory and an index of its related files.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn skill_load(
+        &self,
+        Parameters(request): Parameters<LoadRequest>,
+    ) -> Result<Json<LoadedSkill>, ToolError> {
+        blocking(&self.host, move |host| host.load(&request.name))
+            .await
+            .map(Json)
+    }
+
+    #[tool(
+        name = "skill_read",
+        description = "Read one related file of a skill by its path relative to the skill directory, as listed by skill_load. Text comes back as UTF-8, binary files as base64. Large files can be read in parts with offset and length.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn skill_read(
+        &self,
+        Parameters(request): Parameters<ReadRequest>,
+    ) -> Result<Json<FileContent>, ToolError> {
+        blocking(&self.host, move |host| host.read(&request))
+            .await
+            .map(Json)
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for SkillServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut implementation = Implementation::new("skillhost", env!("CARGO_PKG_VERSION"));
+        implementation.title = Some("skillhost".into());
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(implementation)
+            .with_instructions(INSTRUCTIONS)
+    }
+}
+
+/// Serve MCP on stdin/stdout until the client closes stdin.
+pub async fn serve_stdio(host: Arc<Host>) -> anyhow::Result<()> {
+    let service = SkillServer::new(host)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| anyhow::anyhow!("MCP session did not start: {e}"))?;
+    let reason = service.waiting().await?;
+    tracing::info!(?reason, "MCP session ended");
+    Ok(())
+}
