@@ -425,7 +425,11 @@ fn stdout_carries_only_jsonrpc_and_stdin_close_ends_the_server() {
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut send = |msg: Value| {
-        writeln!(stdin, "{msg}").unwrap();
+        let line = match msg {
+            Value::String(raw) => raw,
+            other => other.to_string(),
+        };
+        writeln!(stdin, "{line}").unwrap();
         stdin.flush().unwrap();
     };
     let mut responses = std::collections::HashMap::new();
@@ -448,7 +452,12 @@ fn stdout_carries_only_jsonrpc_and_stdin_close_ends_the_server() {
         }
     };
 
-    // A probe before initialize (newer clients send server/discover) is answered, not fatal.
+    // Junk, a notification and a probe before initialize (newer clients send
+    // server/discover) do not end the session.
+    send(Value::String("not json {".into()));
+    send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}),
+    );
     send(json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}}));
     let discover = read_until(1, &mut stdout);
     assert!(

@@ -2,6 +2,8 @@
 //! Tool names, argument names and descriptions are static; they never depend
 //! on which skills exist, so clients never need to reconnect.
 
+mod lifecycle;
+
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -124,8 +126,10 @@ impl ServerHandler for SkillServer {
 
 /// Serve MCP on stdin/stdout until the client closes stdin.
 pub async fn serve_stdio(host: Arc<Host>) -> anyhow::Result<()> {
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(stdin, stdout);
     let service = SkillServer::new(host)
-        .serve(rmcp::transport::stdio())
+        .serve(lifecycle::DropEarlyNotifications::new(transport))
         .await
         .map_err(|e| anyhow::anyhow!("MCP session did not start: {e}"))?;
     let reason = service.waiting().await?;
