@@ -498,7 +498,7 @@ fn stdout_carries_only_jsonrpc_and_stdin_close_ends_the_server() {
         "alpha-notes"
     );
 
-    drop(send);
+    let _ = send;
     drop(stdin);
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
