@@ -150,7 +150,7 @@ fn open_error(error: io::Error, rel: &str) -> HostError {
         return HostError::new(
             ErrorKind::PathOutsideSkill,
             format!(
-                "`{rel}` resolves outside the skill directory (through a symlink); it cannot be read"
+                "`{rel}` goes through a symlink that is absolute or leads outside the skill directory; it cannot be read"
             ),
         );
     }

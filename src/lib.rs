@@ -10,6 +10,7 @@ pub mod config;
 pub mod error;
 pub mod fsguard;
 pub mod host;
+pub mod listing;
 pub mod mcp;
 pub mod registry;
 pub mod skill;

@@ -6,60 +6,15 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::config::{Limits, SourceDir, SourceKind};
+use crate::listing::{Listing, Stamp, walk_skill};
 use crate::skill::{ParsedSkillMd, parse_skill_md};
 
-/// Names inside a skill that are never listed as related files.
-const IGNORED_NAMES: &[&str] = &["__pycache__", "node_modules"];
 /// The entry file of every skill.
 pub const ENTRY_FILE: &str = "SKILL.md";
-
-/// Identity and version of a file or directory as seen by `stat`. `ctime`
-/// is included so that a rewrite which restores the old mtime (`cp -p`,
-/// `rsync -a`, `tar x`) is still noticed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl Stamp {
-    fn of(meta: &fs::Metadata) -> Self {
-        Stamp {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-        }
-    }
-}
-
-/// A related file of a skill, relative to the skill directory with `/` separators.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileEntry {
-    pub path: String,
-    pub size: u64,
-}
-
-/// The related files of one skill, bounded by [`Limits`].
-#[derive(Debug, Clone, Default)]
-pub struct Listing {
-    /// At most `max_files_listed` entries, sorted by path; `SKILL.md` excluded.
-    pub files: Vec<FileEntry>,
-    /// Files found, including the ones beyond the listing limit.
-    pub total_files: usize,
-    pub warnings: Vec<String>,
-    /// Every directory walked with its stamp; the listing is current while all match.
-    dir_stamps: Vec<(PathBuf, Stamp)>,
-}
 
 /// One accepted skill.
 #[derive(Debug, Clone)]
@@ -281,7 +236,7 @@ impl Registry {
                         }
                     } else {
                         let listing = match cached.listing.take() {
-                            Some(listing) if listing_is_current(&listing, &dir_meta) => listing,
+                            Some(listing) if listing.is_current(&dir_meta) => listing,
                             _ => Arc::new(walk_skill(&skill_dir, &self.limits, &mut budget)),
                         };
                         cached.listing = Some(listing.clone());
@@ -363,130 +318,6 @@ fn read_dir_names(path: &Path, budget: &mut usize) -> io::Result<Option<(Vec<OsS
     }
     names.sort();
     Ok(Some((names, complete)))
-}
-
-fn listing_is_current(listing: &Listing, skill_dir_meta: &fs::Metadata) -> bool {
-    let mut stamps = listing.dir_stamps.iter();
-    match stamps.next() {
-        Some((_, root)) if *root == Stamp::of(skill_dir_meta) => {}
-        _ => return false,
-    }
-    stamps.all(|(dir, stamp)| {
-        fs::metadata(dir)
-            .map(|m| Stamp::of(&m) == *stamp)
-            .unwrap_or(false)
-    })
-}
-
-/// List a skill's related files: hidden entries and caches skipped, symlinks
-/// followed only while they stay inside the skill, bounded depth and entries.
-fn walk_skill(skill_dir: &Path, limits: &Limits, budget: &mut usize) -> Listing {
-    let mut listing = Listing::default();
-    let mut files = Vec::new();
-    let mut canonical_root: Option<Option<PathBuf>> = None;
-    let mut pending = vec![(skill_dir.to_path_buf(), String::new(), 0usize)];
-    let mut visited = std::collections::HashSet::new();
-    let mut budget_warned = false;
-    let mut depth_warned = false;
-
-    while let Some((dir, rel, depth)) = pending.pop() {
-        match fs::metadata(&dir) {
-            // A directory reached twice (through a symlink inside the skill) is listed once.
-            Ok(meta) if visited.insert((meta.dev(), meta.ino())) => {
-                listing.dir_stamps.push((dir.clone(), Stamp::of(&meta)))
-            }
-            _ => continue,
-        }
-        let Ok(entries) = fs::read_dir(&dir) else {
-            listing
-                .warnings
-                .push(format!("directory `{}` cannot be read", display_rel(&rel)));
-            continue;
-        };
-        for entry in entries.flatten() {
-            if *budget == 0 {
-                if !budget_warned {
-                    budget_warned = true;
-                    listing.warnings.push(
-                        "stopped listing files after max_scan_entries directory entries".into(),
-                    );
-                }
-                break;
-            }
-            *budget -= 1;
-            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-                continue;
-            };
-            if name.starts_with('.') || IGNORED_NAMES.contains(&name.as_str()) {
-                continue;
-            }
-            let rel_path = if rel.is_empty() {
-                name.clone()
-            } else {
-                format!("{rel}/{name}")
-            };
-            let path = entry.path();
-            let Ok(file_type) = entry.file_type() else {
-                continue;
-            };
-            let meta = if file_type.is_symlink() {
-                let root = canonical_root
-                    .get_or_insert_with(|| fs::canonicalize(skill_dir).ok())
-                    .clone();
-                let inside = match (root, fs::canonicalize(&path)) {
-                    (Some(root), Ok(target)) => target.starts_with(&root),
-                    _ => false,
-                };
-                if !inside {
-                    listing.warnings.push(format!(
-                        "`{rel_path}` is a symlink that leads outside the skill (or nowhere); it is not listed and cannot be read"
-                    ));
-                    continue;
-                }
-                match fs::metadata(&path) {
-                    Ok(meta) => meta,
-                    Err(_) => continue,
-                }
-            } else {
-                match entry.metadata() {
-                    Ok(meta) => meta,
-                    Err(_) => continue,
-                }
-            };
-            if meta.is_dir() {
-                if depth + 1 < limits.max_file_depth {
-                    pending.push((path, rel_path, depth + 1));
-                } else if !depth_warned {
-                    depth_warned = true;
-                    listing.warnings.push(format!(
-                        "files deeper than {} levels are not listed",
-                        limits.max_file_depth
-                    ));
-                }
-            } else if meta.is_file() && !(rel.is_empty() && name == ENTRY_FILE) {
-                files.push(FileEntry {
-                    path: rel_path,
-                    size: meta.len(),
-                });
-            }
-        }
-    }
-    files.sort_by(|a, b| a.path.cmp(&b.path));
-    listing.total_files = files.len();
-    if files.len() > limits.max_files_listed {
-        listing.warnings.push(format!(
-            "{} related files found; only the first {} are listed (max_files_listed)",
-            files.len(),
-            limits.max_files_listed
-        ));
-        files.truncate(limits.max_files_listed);
-    }
-    listing.files = files;
-    listing
-}
-
-fn display_rel(rel: &str) -> &str {
-    if rel.is_empty() { "." } else { rel }
 }
 
 /// Read at most `limit` bytes; more than that is an error (the file grew).
