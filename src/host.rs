@@ -28,6 +28,11 @@ impl Host {
         &self.config
     }
 
+    /// How registry scans were answered so far (full scans vs. reused results).
+    pub fn scan_stats(&self) -> crate::registry::ScanStats {
+        self.registry.stats()
+    }
+
     /// `skill_list`: every accepted skill with its files and warnings.
     pub fn list(&self, request: &ListRequest) -> SkillList {
         // Disabling arrives with the managed store; until then every skill is
@@ -45,7 +50,7 @@ impl Host {
                     exists: d.exists,
                 })
                 .collect(),
-            warnings: scan.warnings,
+            warnings: scan.warnings.clone(),
         }
     }
 

@@ -14,6 +14,7 @@ pub mod listing;
 pub mod mcp;
 pub mod registry;
 pub mod skill;
+mod watch;
 
 pub use config::{HostConfig, Limits, SourceKind};
 pub use error::{ErrorKind, HostError};

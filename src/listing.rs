@@ -59,9 +59,21 @@ pub struct Listing {
     /// A symlink's target can change without any walked directory changing,
     /// so a listing that followed one is never reused.
     followed_symlinks: bool,
+    /// Some directory could not be read or the entry budget ran out.
+    incomplete: bool,
 }
 
 impl Listing {
+    /// The directories walked, the skill directory first.
+    pub(crate) fn dirs(&self) -> impl Iterator<Item = &Path> {
+        self.dir_stamps.iter().map(|(dir, _)| dir.as_path())
+    }
+
+    /// True when watching [`Listing::dirs`] catches every change to it.
+    pub(crate) fn is_watchable(&self) -> bool {
+        !self.followed_symlinks && !self.incomplete
+    }
+
     /// True while no walked directory changed (`skill_dir_meta` is a fresh
     /// stat of the skill directory itself).
     pub(crate) fn is_current(&self, skill_dir_meta: &fs::Metadata) -> bool {
@@ -86,7 +98,13 @@ impl Listing {
 /// (exactly what `skill_read` will open); depth and entries are bounded.
 /// Real directories are walked before symlinked ones, so a directory reached
 /// both ways is listed under its real path.
-pub(crate) fn walk_skill(skill_dir: &Path, limits: &Limits, budget: &mut usize) -> Listing {
+/// `root_meta` is a fresh stat of `skill_dir` when the caller has one.
+pub(crate) fn walk_skill(
+    skill_dir: &Path,
+    root_meta: Option<&fs::Metadata>,
+    limits: &Limits,
+    budget: &mut usize,
+) -> Listing {
     let mut walk = Walk {
         limits,
         budget,
@@ -97,10 +115,15 @@ pub(crate) fn walk_skill(skill_dir: &Path, limits: &Limits, budget: &mut usize) 
         budget_warned: false,
         depth_warned: false,
     };
-    let mut pending = vec![(skill_dir.to_path_buf(), String::new(), 0usize)];
+    let mut pending: Pending = vec![(
+        skill_dir.to_path_buf(),
+        String::new(),
+        0,
+        root_meta.cloned(),
+    )];
     let mut via_symlink = Vec::new();
-    while let Some((dir, rel, depth)) = pending.pop().or_else(|| via_symlink.pop()) {
-        walk.directory(skill_dir, &dir, &rel, depth, &mut pending, &mut via_symlink);
+    while let Some(next) = pending.pop().or_else(|| via_symlink.pop()) {
+        walk.directory(skill_dir, next, &mut pending, &mut via_symlink);
     }
     walk.finish()
 }
@@ -117,28 +140,34 @@ struct Walk<'a> {
     depth_warned: bool,
 }
 
-type Pending = Vec<(PathBuf, String, usize)>;
+/// Directories to walk: path, skill-relative path, depth, metadata if known.
+type Pending = Vec<(PathBuf, String, usize, Option<fs::Metadata>)>;
 
 impl Walk<'_> {
     fn directory(
         &mut self,
         skill_dir: &Path,
-        dir: &Path,
-        rel: &str,
-        depth: usize,
+        (dir, rel, depth, meta): (PathBuf, String, usize, Option<fs::Metadata>),
         pending: &mut Pending,
         via_symlink: &mut Pending,
     ) {
-        match fs::metadata(dir) {
-            // A directory reached twice (through a symlink inside the skill) is listed once.
-            Ok(meta) if self.visited.insert((meta.dev(), meta.ino())) => self
-                .listing
-                .dir_stamps
-                .push((dir.to_path_buf(), Stamp::of(&meta))),
-            _ => return,
+        let meta = match meta {
+            Some(meta) => meta,
+            None => match fs::metadata(&dir) {
+                Ok(meta) => meta,
+                Err(_) => return,
+            },
+        };
+        // A directory reached twice (through a symlink inside the skill) is listed once.
+        if !self.visited.insert((meta.dev(), meta.ino())) {
+            return;
         }
-        let Ok(entries) = fs::read_dir(dir) else {
-            let shown = if rel.is_empty() { "." } else { rel };
+        self.listing
+            .dir_stamps
+            .push((dir.clone(), Stamp::of(&meta)));
+        let Ok(entries) = fs::read_dir(&dir) else {
+            self.listing.incomplete = true;
+            let shown = if rel.is_empty() { "." } else { rel.as_str() };
             self.listing
                 .warnings
                 .push(format!("directory `{shown}` cannot be read"));
@@ -146,6 +175,7 @@ impl Walk<'_> {
         };
         for entry in entries.flatten() {
             if *self.budget == 0 {
+                self.listing.incomplete = true;
                 if !self.budget_warned {
                     self.budget_warned = true;
                     self.listing.warnings.push(
@@ -170,13 +200,13 @@ impl Walk<'_> {
                 continue;
             };
             let is_symlink = file_type.is_symlink();
-            let (is_dir, is_file, size) = if is_symlink {
+            let (is_dir, is_file, size, meta) = if is_symlink {
                 self.listing.followed_symlinks = true;
                 let sandbox = self.sandbox.get_or_insert_with(|| {
                     Dir::open_ambient_dir(skill_dir, ambient_authority()).ok()
                 });
                 match sandbox.as_ref().map(|d| d.metadata(&rel_path)) {
-                    Some(Ok(meta)) => (meta.is_dir(), meta.is_file(), meta.len()),
+                    Some(Ok(meta)) => (meta.is_dir(), meta.is_file(), meta.len(), None),
                     _ => {
                         self.listing.warnings.push(format!(
                             "`{rel_path}` is a symlink that is absolute, leads outside the skill or nowhere; it is not listed and cannot be read"
@@ -186,7 +216,7 @@ impl Walk<'_> {
                 }
             } else {
                 match entry.metadata() {
-                    Ok(meta) => (meta.is_dir(), meta.is_file(), meta.len()),
+                    Ok(meta) => (meta.is_dir(), meta.is_file(), meta.len(), Some(meta)),
                     Err(_) => continue,
                 }
             };
@@ -197,7 +227,7 @@ impl Walk<'_> {
                     } else {
                         &mut *pending
                     };
-                    queue.push((entry.path(), rel_path, depth + 1));
+                    queue.push((entry.path(), rel_path, depth + 1, meta));
                 } else if !self.depth_warned {
                     self.depth_warned = true;
                     self.listing.warnings.push(format!(

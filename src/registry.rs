@@ -1,17 +1,28 @@
 //! Skill discovery: sources in priority order, a bounded scan on every call,
-//! precedence and warnings, and a cache that never re-reads an unchanged
-//! `SKILL.md` or re-walks an unchanged skill tree.
+//! precedence and warnings.
+//!
+//! Every call sees the disk as it is, at a small cost:
+//! - a `SKILL.md` whose (device, inode, size, mtime, ctime) is unchanged is
+//!   never read or parsed again, and a skill tree whose directories are
+//!   unchanged is not walked again (a full scan is a few `stat`s per skill);
+//! - from the second scan on, every directory the result depends on is
+//!   watched with inotify; while no event arrives, the sources are the same
+//!   directories and nothing is "volatile" (symlinked skills, symlinks
+//!   followed in a listing, network filesystems, limits reached), the last
+//!   result is reused without touching each skill.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::config::{Limits, SourceDir, SourceKind};
 use crate::listing::{Listing, Stamp, walk_skill};
 use crate::skill::{ParsedSkillMd, parse_skill_md};
+use crate::watch::{Watcher, is_local_filesystem};
 
 /// The entry file of every skill.
 pub const ENTRY_FILE: &str = "SKILL.md";
@@ -71,11 +82,49 @@ struct CachedSkill {
     listing: Option<Arc<Listing>>,
 }
 
+/// What a full scan depends on, for the watcher.
+#[derive(Default)]
+struct Dependencies {
+    /// Directories whose changes can change the result.
+    dirs: Vec<PathBuf>,
+    /// Something the watcher cannot vouch for: the next call must scan fully.
+    volatile: bool,
+}
+
+/// Identity of a source directory path: which inode it names now.
+type SourceId = Option<(u64, u64)>;
+
+fn source_id(path: &Path) -> SourceId {
+    fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// How scans were answered so far (for diagnostics, tests and metrics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    /// Scans that stat-ed every source and skill.
+    pub full_scans: u64,
+    /// Scans answered from the previous result because the watcher saw no change.
+    pub reused: u64,
+}
+
+#[derive(Default)]
+struct State {
+    cache: HashMap<PathBuf, CachedSkill>,
+    last: Option<Arc<Scan>>,
+    full_scans: u64,
+    reused: u64,
+    watcher: Option<Watcher>,
+    /// The last full scan ran with every dependency already watched and
+    /// nothing volatile, so "no event" means "no change".
+    trusted: bool,
+    source_ids: Vec<SourceId>,
+}
+
 /// The registry: owns the source list, the limits and the scan cache.
 pub struct Registry {
     sources: Vec<SourceDir>,
     limits: Limits,
-    cache: Mutex<HashMap<PathBuf, CachedSkill>>,
+    state: Mutex<State>,
 }
 
 impl Registry {
@@ -83,7 +132,7 @@ impl Registry {
         Registry {
             sources,
             limits,
-            cache: Mutex::new(HashMap::new()),
+            state: Mutex::new(State::default()),
         }
     }
 
@@ -91,178 +140,76 @@ impl Registry {
         &self.sources
     }
 
-    /// Rescan every source. Unchanged `SKILL.md` files and skill trees come
-    /// from the cache; entries for skills that disappeared are dropped.
-    pub fn scan(&self) -> Scan {
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        let mut old = std::mem::take(&mut *cache);
-        let mut scan = Scan::default();
-        let mut by_name: HashMap<String, usize> = HashMap::new();
-        let mut budget = self.limits.max_scan_entries;
-        let mut skills_limit_warned = false;
-
-        for source in &self.sources {
-            let names = match read_dir_names(&source.path, &mut budget) {
-                Ok(Some((names, complete))) => {
-                    if !complete {
-                        scan.warnings.push(format!(
-                            "{}: stopped reading after {} directory entries (max_scan_entries); some skills are not listed",
-                            source.path.display(),
-                            self.limits.max_scan_entries
-                        ));
-                    }
-                    scan.dirs.push(DirStatus {
-                        source: source.kind,
-                        path: source.path.clone(),
-                        exists: true,
-                    });
-                    names
-                }
-                Ok(None) => {
-                    scan.dirs.push(DirStatus {
-                        source: source.kind,
-                        path: source.path.clone(),
-                        exists: false,
-                    });
-                    continue;
-                }
-                Err(error) => {
-                    scan.warnings.push(format!(
-                        "{} skills directory {} cannot be read: {error}",
-                        source.kind.as_str(),
-                        source.path.display()
-                    ));
-                    scan.dirs.push(DirStatus {
-                        source: source.kind,
-                        path: source.path.clone(),
-                        exists: true,
-                    });
-                    continue;
-                }
-            };
-
-            for dir_name in names {
-                let Some(dir_name) = dir_name.to_str().map(str::to_owned) else {
-                    scan.warnings.push(format!(
-                        "skipped {}: the directory name is not UTF-8",
-                        source.path.join(&dir_name).display()
-                    ));
-                    continue;
-                };
-                if dir_name.starts_with('.') {
-                    continue;
-                }
-                let skill_dir = source.path.join(&dir_name);
-                let dir_meta = match fs::metadata(&skill_dir) {
-                    Ok(meta) if meta.is_dir() => meta,
-                    Ok(_) => continue, // a plain file beside the skills (README.md, ...)
-                    Err(error) => {
-                        scan.warnings.push(format!(
-                            "skipped {}: {}",
-                            skill_dir.display(),
-                            describe_io(&error)
-                        ));
-                        continue;
-                    }
-                };
-                let entry_path = skill_dir.join(ENTRY_FILE);
-                let md_meta = match fs::metadata(&entry_path) {
-                    Ok(meta) if meta.is_file() => meta,
-                    Ok(_) => {
-                        scan.warnings.push(format!(
-                            "skipped {}: SKILL.md is not a regular file",
-                            skill_dir.display()
-                        ));
-                        continue;
-                    }
-                    Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                        scan.warnings.push(format!(
-                            "skipped {}: it has no SKILL.md",
-                            skill_dir.display()
-                        ));
-                        continue;
-                    }
-                    Err(error) => {
-                        scan.warnings.push(format!(
-                            "skipped {}: SKILL.md cannot be read: {}",
-                            skill_dir.display(),
-                            describe_io(&error)
-                        ));
-                        continue;
-                    }
-                };
-
-                let md_stamp = Stamp::of(&md_meta);
-                let mut cached = match old.remove(&skill_dir) {
-                    Some(hit) if hit.md_stamp == md_stamp => hit,
-                    previous => CachedSkill {
-                        md_stamp,
-                        parsed: self.parse_entry(&entry_path, &md_meta, &dir_name),
-                        listing: previous.and_then(|p| p.listing),
-                    },
-                };
-
-                if let Err(reason) = &cached.parsed {
-                    scan.warnings
-                        .push(format!("skipped {}: {reason}", skill_dir.display()));
-                } else if let Ok(parsed) = &cached.parsed {
-                    if let Some(&winner) = by_name.get(&parsed.name) {
-                        let winner: &Skill = &scan.skills[winner];
-                        scan.warnings.push(if winner.source == source.kind {
-                            format!(
-                                "skipped {}: skill `{}` is already defined by {} in the same {} source",
-                                skill_dir.display(),
-                                parsed.name,
-                                winner.skill_dir.display(),
-                                source.kind.as_str()
-                            )
-                        } else {
-                            format!(
-                                "{} skill `{}` at {} is shadowed by the {} one at {}",
-                                source.kind.as_str(),
-                                parsed.name,
-                                skill_dir.display(),
-                                winner.source.as_str(),
-                                winner.skill_dir.display()
-                            )
-                        });
-                    } else if scan.skills.len() >= self.limits.max_skills {
-                        if !skills_limit_warned {
-                            skills_limit_warned = true;
-                            scan.warnings.push(format!(
-                                "more than {} skills found (max_skills); the rest are not listed",
-                                self.limits.max_skills
-                            ));
-                        }
-                    } else {
-                        let listing = match cached.listing.take() {
-                            Some(listing) if listing.is_current(&dir_meta) => listing,
-                            _ => Arc::new(walk_skill(&skill_dir, &self.limits, &mut budget)),
-                        };
-                        cached.listing = Some(listing.clone());
-                        by_name.insert(parsed.name.clone(), scan.skills.len());
-                        scan.skills.push(Skill {
-                            name: parsed.name.clone(),
-                            source: source.kind,
-                            source_path: source.path.clone(),
-                            skill_dir: skill_dir.clone(),
-                            entry_path,
-                            parsed: parsed.clone(),
-                            listing,
-                        });
-                    }
-                }
-                cache.insert(skill_dir, cached);
+    /// The skills as they are on disk now.
+    pub fn scan(&self) -> Arc<Scan> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        // Drain first: events that arrive during a full scan stay queued
+        // and force the next call to scan again.
+        let quiet = state.watcher.as_mut().is_some_and(|w| !w.drain());
+        if quiet && state.trusted {
+            let ids: Vec<SourceId> = self.sources.iter().map(|s| source_id(&s.path)).collect();
+            if ids == state.source_ids
+                && let Some(last) = state.last.clone()
+            {
+                state.reused += 1;
+                return last;
             }
         }
-        scan.skills.sort_by(|a, b| a.name.cmp(&b.name));
+        let source_ids = self.sources.iter().map(|s| source_id(&s.path)).collect();
+        let (scan, deps) = self.full_scan(&mut state.cache);
+        let scan = Arc::new(scan);
+        state.full_scans += 1;
+        state.source_ids = source_ids;
+        state.last = Some(Arc::clone(&scan));
+        // A process that scans once (the CLI) never pays for watches.
+        if state.full_scans >= 2 && state.watcher.is_none() {
+            state.watcher = Watcher::new();
+        }
+        state.trusted = match state.watcher.as_mut() {
+            // Watches added now came after this scan read the disk, so only
+            // a scan that needed no new watch can be trusted.
+            Some(watcher) => matches!(watcher.sync(&deps.dirs), (true, 0)) && !deps.volatile,
+            None => false,
+        };
         scan
+    }
+
+    /// How scans were answered so far.
+    pub fn stats(&self) -> ScanStats {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        ScanStats {
+            full_scans: state.full_scans,
+            reused: state.reused,
+        }
     }
 
     /// Walk one skill's tree afresh (current sizes), ignoring the cache.
     pub fn fresh_listing(&self, skill: &Skill) -> Listing {
         let mut budget = self.limits.max_scan_entries;
-        walk_skill(&skill.skill_dir, &self.limits, &mut budget)
+        walk_skill(&skill.skill_dir, None, &self.limits, &mut budget)
+    }
+
+    /// Stat every source and skill; parse and walk only what changed.
+    fn full_scan(&self, cache: &mut HashMap<PathBuf, CachedSkill>) -> (Scan, Dependencies) {
+        let mut old = std::mem::take(cache);
+        let mut run = ScanRun {
+            registry: self,
+            scan: Scan::default(),
+            deps: Dependencies::default(),
+            by_name: HashMap::new(),
+            budget: self.limits.max_scan_entries,
+            skills_limit_warned: false,
+        };
+        for source in &self.sources {
+            let Some(children) = run.open_source(source) else {
+                continue;
+            };
+            for (dir_name, is_symlink) in children {
+                run.examine(source, dir_name, is_symlink, &mut old, cache);
+            }
+        }
+        run.scan.skills.sort_by(|a, b| a.name.cmp(&b.name));
+        (run.scan, run.deps)
     }
 
     fn parse_entry(
@@ -280,7 +227,7 @@ impl Registry {
             tracing::warn!(path = %entry_path.display(), "{reason}");
             return Err(reason);
         }
-        let result = read_bounded(entry_path, limit)
+        let result = read_bounded(entry_path, meta.len(), limit)
             .map_err(|e| format!("SKILL.md cannot be read: {}", describe_io(&e)))
             .and_then(|bytes| {
                 String::from_utf8(bytes).map_err(|_| "SKILL.md is not valid UTF-8".to_string())
@@ -298,15 +245,247 @@ impl Registry {
     }
 }
 
-/// Names in a directory, sorted; `None` when it does not exist. The bool is
-/// false when the entry budget ran out before the end.
-fn read_dir_names(path: &Path, budget: &mut usize) -> io::Result<Option<(Vec<OsString>, bool)>> {
+/// The state of one full scan.
+struct ScanRun<'a> {
+    registry: &'a Registry,
+    scan: Scan,
+    deps: Dependencies,
+    by_name: HashMap<String, usize>,
+    budget: usize,
+    skills_limit_warned: bool,
+}
+
+impl ScanRun<'_> {
+    /// Read a source directory's children (name, is-symlink), sorted; record
+    /// its status. `None` when it is missing or unreadable.
+    fn open_source(&mut self, source: &SourceDir) -> Option<Vec<(OsString, bool)>> {
+        let limits = &self.registry.limits;
+        let (children, exists) = match read_children(&source.path, &mut self.budget) {
+            Ok(Some((children, complete))) => {
+                if !complete {
+                    self.deps.volatile = true;
+                    self.scan.warnings.push(format!(
+                        "{}: stopped reading after {} directory entries (max_scan_entries); some skills are not listed",
+                        source.path.display(),
+                        limits.max_scan_entries
+                    ));
+                }
+                (Some(children), true)
+            }
+            Ok(None) => (None, false),
+            Err(error) => {
+                self.deps.volatile = true;
+                self.scan.warnings.push(format!(
+                    "{} skills directory {} cannot be read: {error}",
+                    source.kind.as_str(),
+                    source.path.display()
+                ));
+                (None, true)
+            }
+        };
+        self.scan.dirs.push(DirStatus {
+            source: source.kind,
+            path: source.path.clone(),
+            exists,
+        });
+        if children.is_some() {
+            if !is_local_filesystem(&source.path) {
+                self.deps.volatile = true;
+            }
+            self.deps.dirs.push(source.path.clone());
+        }
+        children
+    }
+
+    /// Look at one child of a source: skip it with a warning, or accept,
+    /// shadow or refuse the skill in it.
+    fn examine(
+        &mut self,
+        source: &SourceDir,
+        dir_name: OsString,
+        is_symlink: bool,
+        old: &mut HashMap<PathBuf, CachedSkill>,
+        cache: &mut HashMap<PathBuf, CachedSkill>,
+    ) {
+        let Some(dir_name) = dir_name.to_str().map(str::to_owned) else {
+            self.scan.warnings.push(format!(
+                "skipped {}: the directory name is not UTF-8",
+                source.path.join(&dir_name).display()
+            ));
+            return;
+        };
+        if dir_name.starts_with('.') {
+            return;
+        }
+        let skill_dir = source.path.join(&dir_name);
+        let dir_meta = match fs::metadata(&skill_dir) {
+            Ok(meta) if meta.is_dir() => meta,
+            Ok(_) => return, // a plain file beside the skills (README.md, ...)
+            Err(error) => {
+                self.skip(&skill_dir, describe_io(&error));
+                return;
+            }
+        };
+        // The watcher sees entries of directories, not what a symlink points to.
+        if is_symlink {
+            self.deps.volatile = true;
+        }
+        self.deps.dirs.push(skill_dir.clone());
+        let entry_path = skill_dir.join(ENTRY_FILE);
+        let Some(md_meta) = self.entry_metadata(&skill_dir, &entry_path) else {
+            return;
+        };
+
+        let md_stamp = Stamp::of(&md_meta);
+        let mut cached = match old.remove(&skill_dir) {
+            Some(hit) if hit.md_stamp == md_stamp => hit,
+            previous => CachedSkill {
+                md_stamp,
+                parsed: self.registry.parse_entry(&entry_path, &md_meta, &dir_name),
+                listing: previous.and_then(|p| p.listing),
+            },
+        };
+        match &cached.parsed {
+            Err(reason) => self.skip(&skill_dir, reason.clone()),
+            Ok(parsed) => {
+                let parsed = Arc::clone(parsed);
+                if let Some(listing) = self.accept(
+                    source,
+                    &skill_dir,
+                    &dir_meta,
+                    entry_path,
+                    parsed,
+                    cached.listing.take(),
+                ) {
+                    cached.listing = Some(listing);
+                }
+            }
+        }
+        cache.insert(skill_dir, cached);
+    }
+
+    /// `SKILL.md`'s metadata (followed when it is a symlink), or a warning.
+    fn entry_metadata(&mut self, skill_dir: &Path, entry_path: &Path) -> Option<fs::Metadata> {
+        let meta = match fs::symlink_metadata(entry_path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                self.deps.volatile = true;
+                fs::metadata(entry_path)
+            }
+            other => other,
+        };
+        match meta {
+            Ok(meta) if meta.is_file() => Some(meta),
+            Ok(_) => {
+                self.skip(skill_dir, "SKILL.md is not a regular file".into());
+                None
+            }
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                self.skip(skill_dir, "it has no SKILL.md".into());
+                None
+            }
+            Err(error) => {
+                self.skip(
+                    skill_dir,
+                    format!("SKILL.md cannot be read: {}", describe_io(&error)),
+                );
+                None
+            }
+        }
+    }
+
+    /// Add a parsed skill unless a higher-priority one has its name or the
+    /// skills limit is reached. Returns the listing to cache.
+    fn accept(
+        &mut self,
+        source: &SourceDir,
+        skill_dir: &Path,
+        dir_meta: &fs::Metadata,
+        entry_path: PathBuf,
+        parsed: Arc<ParsedSkillMd>,
+        cached_listing: Option<Arc<Listing>>,
+    ) -> Option<Arc<Listing>> {
+        if let Some(&winner) = self.by_name.get(&parsed.name) {
+            let winner = &self.scan.skills[winner];
+            let warning = if winner.source == source.kind {
+                format!(
+                    "skipped {}: skill `{}` is already defined by {} in the same {} source",
+                    skill_dir.display(),
+                    parsed.name,
+                    winner.skill_dir.display(),
+                    source.kind.as_str()
+                )
+            } else {
+                format!(
+                    "{} skill `{}` at {} is shadowed by the {} one at {}",
+                    source.kind.as_str(),
+                    parsed.name,
+                    skill_dir.display(),
+                    winner.source.as_str(),
+                    winner.skill_dir.display()
+                )
+            };
+            self.scan.warnings.push(warning);
+            return cached_listing;
+        }
+        let limits = &self.registry.limits;
+        if self.scan.skills.len() >= limits.max_skills {
+            self.deps.volatile = true;
+            if !self.skills_limit_warned {
+                self.skills_limit_warned = true;
+                self.scan.warnings.push(format!(
+                    "more than {} skills found (max_skills); the rest are not listed",
+                    limits.max_skills
+                ));
+            }
+            return cached_listing;
+        }
+        let listing = match cached_listing {
+            Some(listing) if listing.is_current(dir_meta) => listing,
+            _ => Arc::new(walk_skill(
+                skill_dir,
+                Some(dir_meta),
+                limits,
+                &mut self.budget,
+            )),
+        };
+        if !listing.is_watchable() {
+            self.deps.volatile = true;
+        }
+        self.deps
+            .dirs
+            .extend(listing.dirs().skip(1).map(Path::to_path_buf));
+        self.by_name
+            .insert(parsed.name.clone(), self.scan.skills.len());
+        self.scan.skills.push(Skill {
+            name: parsed.name.clone(),
+            source: source.kind,
+            source_path: source.path.clone(),
+            skill_dir: skill_dir.to_path_buf(),
+            entry_path,
+            parsed,
+            listing: Arc::clone(&listing),
+        });
+        Some(listing)
+    }
+
+    fn skip(&mut self, skill_dir: &Path, reason: String) {
+        self.scan
+            .warnings
+            .push(format!("skipped {}: {reason}", skill_dir.display()));
+    }
+}
+
+/// Children of a directory as (name, is-symlink), sorted by name; `None`
+/// when it does not exist. The bool is false when the entry budget ran out.
+type Children = (Vec<(OsString, bool)>, bool);
+
+fn read_children(path: &Path, budget: &mut usize) -> io::Result<Option<Children>> {
     let entries = match fs::read_dir(path) {
         Ok(entries) => entries,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(error),
     };
-    let mut names = Vec::new();
+    let mut children = Vec::new();
     let mut complete = true;
     for entry in entries {
         if *budget == 0 {
@@ -314,16 +493,19 @@ fn read_dir_names(path: &Path, budget: &mut usize) -> io::Result<Option<(Vec<OsS
             break;
         }
         *budget -= 1;
-        names.push(entry?.file_name());
+        let entry = entry?;
+        let is_symlink = entry.file_type().map(|t| t.is_symlink()).unwrap_or(true);
+        children.push((entry.file_name(), is_symlink));
     }
-    names.sort();
-    Ok(Some((names, complete)))
+    children.sort();
+    Ok(Some((children, complete)))
 }
 
-/// Read at most `limit` bytes; more than that is an error (the file grew).
-pub(crate) fn read_bounded(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+/// Read a file expected to be `expected` bytes, at most `limit`; more than
+/// `limit` is an error (the file grew past it).
+pub(crate) fn read_bounded(path: &Path, expected: u64, limit: u64) -> io::Result<Vec<u8>> {
     let file = fs::File::open(path)?;
-    let mut bytes = Vec::new();
+    let mut bytes = Vec::with_capacity(expected.min(limit) as usize + 1);
     file.take(limit + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
         return Err(io::Error::other(format!(
