@@ -117,6 +117,8 @@ struct State {
     /// The last full scan ran with every dependency already watched and
     /// nothing volatile, so "no event" means "no change".
     trusted: bool,
+    /// Watching gave up for good (the watch limit was reached).
+    watching_disabled: bool,
     source_ids: Vec<SourceId>,
 }
 
@@ -162,15 +164,25 @@ impl Registry {
         state.source_ids = source_ids;
         state.last = Some(Arc::clone(&scan));
         // A process that scans once (the CLI) never pays for watches.
-        if state.full_scans >= 2 && state.watcher.is_none() {
+        if state.full_scans >= 2 && state.watcher.is_none() && !state.watching_disabled {
             state.watcher = Watcher::new();
         }
-        state.trusted = match state.watcher.as_mut() {
-            // Watches added now came after this scan read the disk, so only
-            // a scan that needed no new watch can be trusted.
-            Some(watcher) => matches!(watcher.sync(&deps.dirs), (true, 0)) && !deps.volatile,
-            None => false,
-        };
+        state.trusted = false;
+        if let Some(watcher) = state.watcher.as_mut() {
+            let outcome = watcher.sync(&deps.dirs);
+            if outcome.limit_reached {
+                tracing::info!(
+                    "the inotify watch limit (fs.inotify.max_user_watches) is reached; \
+                     the registry falls back to stat-based scans"
+                );
+                state.watcher = None;
+                state.watching_disabled = true;
+            } else {
+                // Watches added now came after this scan read the disk, so
+                // only a scan that needed no new watch can be trusted.
+                state.trusted = outcome.unchanged() && !deps.volatile;
+            }
+        }
         scan
     }
 

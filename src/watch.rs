@@ -53,6 +53,24 @@ pub(crate) fn is_local_filesystem(path: &Path) -> bool {
     LOCAL_FILESYSTEMS.contains(&(stat.f_type as i64))
 }
 
+/// What [`Watcher::sync`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SyncOutcome {
+    /// New watches.
+    pub added: usize,
+    /// Directories that could not be watched (e.g. removed meanwhile).
+    pub failed: usize,
+    /// The user's inotify watch limit is reached; retrying is pointless.
+    pub limit_reached: bool,
+}
+
+impl SyncOutcome {
+    /// Every directory was already watched before this sync.
+    pub(crate) fn unchanged(&self) -> bool {
+        self.added == 0 && self.failed == 0
+    }
+}
+
 /// An inotify instance and the directories it watches.
 pub(crate) struct Watcher {
     fd: OwnedFd,
@@ -101,11 +119,8 @@ impl Watcher {
         }
     }
 
-    /// Watch exactly `dirs`: add missing watches, drop the others. Returns
-    /// (all watched, number of watches added); not all watched means a watch
-    /// could not be added (e.g. the watch limit) and the oracle cannot be
-    /// trusted until a later sync succeeds.
-    pub(crate) fn sync(&mut self, dirs: &[PathBuf]) -> (bool, usize) {
+    /// Watch exactly `dirs`: add missing watches, drop the others.
+    pub(crate) fn sync(&mut self, dirs: &[PathBuf]) -> SyncOutcome {
         let wanted: std::collections::HashSet<&PathBuf> = dirs.iter().collect();
         let stale: Vec<PathBuf> = self
             .watches
@@ -122,31 +137,31 @@ impl Watcher {
                 }
             }
         }
-        let mut complete = true;
-        let mut added = 0;
+        let mut outcome = SyncOutcome::default();
         for dir in dirs {
             if self.watches.contains_key(dir) {
                 continue;
             }
             let Ok(c_path) = CString::new(dir.as_os_str().as_bytes()) else {
-                complete = false;
+                outcome.failed += 1;
                 continue;
             };
             // SAFETY: c_path is NUL-terminated; the fd is ours.
             let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), c_path.as_ptr(), MASK) };
             if wd < 0 {
-                tracing::debug!(
-                    dir = %dir.display(),
-                    error = %io::Error::last_os_error(),
-                    "cannot watch; the registry polls"
-                );
-                complete = false;
+                let error = io::Error::last_os_error();
+                outcome.failed += 1;
+                if error.raw_os_error() == Some(libc::ENOSPC) {
+                    outcome.limit_reached = true;
+                    return outcome;
+                }
+                tracing::debug!(dir = %dir.display(), %error, "cannot watch; the next scan polls");
             } else {
                 self.watches.insert(dir.clone(), wd);
-                added += 1;
+                outcome.added += 1;
             }
         }
-        (complete, added)
+        outcome
     }
 }
 
@@ -164,8 +179,9 @@ mod tests {
         let Some(mut watcher) = Watcher::new() else {
             panic!("inotify is available on Linux");
         };
-        assert_eq!(watcher.sync(std::slice::from_ref(&watched)), (true, 1));
-        assert_eq!(watcher.sync(std::slice::from_ref(&watched)), (true, 0));
+        let first = watcher.sync(std::slice::from_ref(&watched));
+        assert_eq!((first.added, first.failed), (1, 0));
+        assert!(watcher.sync(std::slice::from_ref(&watched)).unchanged());
         assert!(!watcher.drain(), "nothing happened yet");
         std::fs::write(other.join("x"), "x").unwrap();
         assert!(!watcher.drain(), "unwatched dirs are silent");
@@ -174,7 +190,11 @@ mod tests {
         std::fs::write(watched.join("x"), "x").unwrap();
         assert!(watcher.drain(), "a new file is a change");
         assert!(!watcher.drain(), "events are consumed");
-        assert_eq!(watcher.sync(&[root.path().join("missing")]), (false, 0));
+        let missing = watcher.sync(&[root.path().join("missing")]);
+        assert_eq!(
+            (missing.added, missing.failed, missing.limit_reached),
+            (0, 1, false)
+        );
     }
 
     #[test]
