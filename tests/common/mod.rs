@@ -3,6 +3,8 @@
 //! real `skillhost` binary against them.
 #![allow(dead_code)]
 
+pub mod cli_json;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
