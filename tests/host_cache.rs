@@ -9,31 +9,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::Fixture;
-use skillhost::api::{ListRequest, LoadedSkill, ReadRequest, SkillList, SkillSummary};
-use skillhost::{ErrorKind, Host, HostConfig, SourceKind};
-
-/// A host over the fixture's workspace, state dir and (isolated) global dir;
-/// the machine's real `~/.config` is never read.
-fn host(fx: &Fixture) -> Host {
-    let mut config = HostConfig::new(fx.workspace()).with_state_dir(fx.state_dir());
-    config.global_dir = Some(fx.global_dir());
-    Host::new(config)
-}
-
-fn list(host: &Host) -> SkillList {
-    host.list(&ListRequest::default())
-}
-
-fn names(list: &SkillList) -> Vec<&str> {
-    list.skills.iter().map(|s| s.name.as_str()).collect()
-}
-
-fn find<'a>(list: &'a SkillList, name: &str) -> &'a SkillSummary {
-    list.skills
-        .iter()
-        .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("`{name}` not listed: {list:#?}"))
-}
+use common::lib_host::{find, host, list, names};
+use skillhost::api::{LoadedSkill, ReadRequest};
+use skillhost::{ErrorKind, Host, SourceKind};
 
 fn load(host: &Host, name: &str) -> LoadedSkill {
     host.load(name)

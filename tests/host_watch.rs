@@ -10,39 +10,16 @@ use std::os::unix::fs::symlink;
 use std::time::Duration;
 
 use common::Fixture;
-use skillhost::api::{ListRequest, SkillList};
-use skillhost::{Host, HostConfig};
-
-fn host(fx: &Fixture) -> Host {
-    let mut config = HostConfig::new(fx.workspace()).with_state_dir(fx.state_dir());
-    config.global_dir = Some(fx.global_dir());
-    Host::new(config)
-}
-
-fn list(host: &Host) -> SkillList {
-    host.list(&ListRequest::default())
-}
-
-fn names(list: &SkillList) -> Vec<String> {
-    list.skills.iter().map(|s| s.name.clone()).collect()
-}
+use common::lib_host::{find, host, list, names};
+use skillhost::Host;
+use skillhost::api::SkillList;
 
 fn description(list: &SkillList, name: &str) -> String {
-    list.skills
-        .iter()
-        .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("{name} not listed"))
-        .description
-        .clone()
+    find(list, name).description.clone()
 }
 
 fn files(list: &SkillList, name: &str) -> Vec<String> {
-    list.skills
-        .iter()
-        .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("{name} not listed"))
-        .files
-        .clone()
+    find(list, name).files.clone()
 }
 
 /// Call `list` until answers come from the reused scan; panics if they never do.
