@@ -71,22 +71,27 @@ fn ok_json(result: &CallToolResult, tool: &Tool) -> Value {
     structured
 }
 
-/// The error kind of a failed call (a tool error, not a protocol error).
+/// The error kind of a failed call: a tool error (not a protocol error) whose
+/// text block is `{"error": {"kind", "message"}}`, without structured content
+/// (TypeScript clients check structured content against the output schema
+/// even on errors).
 fn error_kind(result: &CallToolResult) -> String {
     assert_eq!(
         result.is_error,
         Some(true),
         "expected a tool error: {result:?}"
     );
-    let structured = result
-        .structured_content
-        .clone()
-        .expect("structuredContent on error");
     assert!(
-        !result.content.is_empty(),
-        "error results carry a text block"
+        result.structured_content.is_none(),
+        "errors carry no structuredContent"
     );
-    structured["error"]["kind"]
+    let text = &result.content[0].as_text().expect("a text block").text;
+    let body: Value = serde_json::from_str(text).expect("the error text is JSON");
+    assert!(
+        !body["error"]["message"].as_str().unwrap_or("").is_empty(),
+        "{body}"
+    );
+    body["error"]["kind"]
         .as_str()
         .expect("error.kind")
         .to_string()
@@ -131,6 +136,8 @@ async fn tools_list_is_exactly_the_three_fixed_tools() {
         let input = serde_json::to_value(&*t.input_schema).unwrap();
         assert_eq!(input["type"], "object", "{}", t.name);
         assert!(t.output_schema.is_some(), "{} has an output schema", t.name);
+        let schemas = format!("{input} {:?}", t.output_schema);
+        assert!(!schemas.contains("uint"), "no Rust-only formats: {schemas}");
         let description = t.description.as_deref().unwrap_or("");
         assert!(!description.is_empty());
         assert!(
@@ -319,14 +326,23 @@ async fn failures_are_tool_errors_with_kinds() {
         (Some(100), Some(true))
     );
 
-    // Malformed arguments are rejected without killing the session.
-    let missing = client
-        .call_tool(CallToolRequestParams::new("skill_load").with_arguments(serde_json::Map::new()))
-        .await;
-    assert!(
-        missing.is_err() || missing.as_ref().unwrap().is_error == Some(true),
-        "a call without `name` must fail: {missing:?}"
-    );
+    // Malformed arguments are tool errors with a kind, and the session goes on.
+    let missing = call(&client, "skill_load", json!({})).await;
+    assert_eq!(error_kind(&missing), "INVALID_INPUT");
+    let wrong_type = call(
+        &client,
+        "skill_read",
+        json!({"name": "alpha-notes", "path": 7}),
+    )
+    .await;
+    assert_eq!(error_kind(&wrong_type), "INVALID_INPUT");
+    let extra = call(
+        &client,
+        "skill_load",
+        json!({"name": "alpha-notes", "nmae": "x"}),
+    )
+    .await;
+    assert_eq!(error_kind(&extra), "INVALID_INPUT");
     let unknown = client
         .call_tool(CallToolRequestParams::new("skill_delete"))
         .await;
@@ -484,15 +500,24 @@ fn stdout_carries_only_jsonrpc_and_stdin_close_ends_the_server() {
     );
     let refused = read_until(4, &mut stdout);
     assert_eq!(refused["result"]["isError"], true);
-    assert_eq!(
-        refused["result"]["structuredContent"]["error"]["kind"],
-        "PATH_OUTSIDE_SKILL"
+    assert!(
+        refused["result"].get("structuredContent").is_none(),
+        "{refused}"
     );
+    let text = refused["result"]["content"][0]["text"].as_str().unwrap();
+    let body: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(body["error"]["kind"], "PATH_OUTSIDE_SKILL");
 
     send(
         json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "skill_list", "arguments": {}}}),
     );
     let listed = read_until(5, &mut stdout);
+    // `arguments` may be omitted for a tool without required arguments.
+    send(
+        json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "skill_list"}}),
+    );
+    let bare = read_until(6, &mut stdout);
+    assert_eq!(bare["result"]["isError"], false, "{bare}");
     assert_eq!(
         listed["result"]["structuredContent"]["skills"][0]["name"],
         "alpha-notes"

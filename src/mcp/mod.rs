@@ -3,6 +3,7 @@
 //! on which skills exist, so clients never need to reconnect.
 
 mod lifecycle;
+mod schema;
 
 use std::sync::Arc;
 
@@ -10,7 +11,8 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::{
-    CallToolResponse, CallToolResult, Implementation, ServerCapabilities, ServerConfig,
+    CallToolResponse, CallToolResult, ContentBlock, Implementation, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 
@@ -25,14 +27,16 @@ instructions and its file index, and skill_read with a path from that index when
 point to a related file. Changes on disk are visible at the next call.";
 
 /// A tool failure: returned to the client as a tool error (`isError: true`)
-/// with `{"error": {"kind", "message"}}` as structured content and as text.
+/// whose text block is `{"error": {"kind", "message"}}`. It carries no
+/// `structuredContent`: TypeScript clients validate structured content
+/// against the tool's output schema even on errors, and reject the reply.
 pub struct ToolError(pub HostError);
 
 impl IntoCallToolResult for ToolError {
     fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
-        let body = serde_json::to_value(ErrorBody::from(self.0))
+        let body = serde_json::to_string(&ErrorBody::from(self.0))
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        Ok(CallToolResult::structured_error(body).into())
+        Ok(CallToolResult::error(vec![ContentBlock::text(body)]).into())
     }
 }
 
@@ -64,10 +68,17 @@ where
 #[tool_router]
 impl SkillServer {
     pub fn new(host: Arc<Host>) -> Self {
-        SkillServer {
-            host,
-            tool_router: Self::tool_router(),
+        let mut tool_router = Self::tool_router();
+        for route in tool_router.map.values_mut() {
+            let input = Arc::make_mut(&mut route.attr.input_schema);
+            input.values_mut().for_each(schema::strip_rust_formats);
+            if let Some(output) = route.attr.output_schema.as_mut() {
+                Arc::make_mut(output)
+                    .values_mut()
+                    .for_each(schema::strip_rust_formats);
+            }
         }
+        SkillServer { host, tool_router }
     }
 
     #[tool(
@@ -77,9 +88,9 @@ impl SkillServer {
     )]
     async fn skill_list(
         &self,
-        Parameters(request): Parameters<ListRequest>,
+        Parameters(schema::Checked(request)): Parameters<schema::Checked<ListRequest>>,
     ) -> Result<Json<SkillList>, ToolError> {
-        blocking(&self.host, move |host| Ok(host.list(&request)))
+        blocking(&self.host, move |host| Ok(host.list(&request?)))
             .await
             .map(Json)
     }
@@ -91,9 +102,9 @@ impl SkillServer {
     )]
     async fn skill_load(
         &self,
-        Parameters(request): Parameters<LoadRequest>,
+        Parameters(schema::Checked(request)): Parameters<schema::Checked<LoadRequest>>,
     ) -> Result<Json<LoadedSkill>, ToolError> {
-        blocking(&self.host, move |host| host.load(&request.name))
+        blocking(&self.host, move |host| host.load(&request?.name))
             .await
             .map(Json)
     }
@@ -105,9 +116,9 @@ impl SkillServer {
     )]
     async fn skill_read(
         &self,
-        Parameters(request): Parameters<ReadRequest>,
+        Parameters(schema::Checked(request)): Parameters<schema::Checked<ReadRequest>>,
     ) -> Result<Json<FileContent>, ToolError> {
-        blocking(&self.host, move |host| host.read(&request))
+        blocking(&self.host, move |host| host.read(&request?))
             .await
             .map(Json)
     }
