@@ -208,12 +208,12 @@ fn metadata_with_non_string_values_warns() {
 }
 
 #[test]
-fn unquoted_colon_in_description_falls_back_with_warning() {
+fn unquoted_colon_in_description_is_repaired_with_warning() {
     let fx = Fixture::new();
     fx.skill_md(
         &fx.project_dir(),
         "colon",
-        "---\nname: colon\ndescription: Use when: the user asks for it\n---\nBody\n",
+        "---\nname: colon\ndescription: Use when: the user asks for it\nmetadata:\n  short-description: Colon test\n---\nBody\n",
     );
     let list = list(&fx, &[]);
     let s = only_skill(&list, "colon");
@@ -224,6 +224,31 @@ fn unquoted_colon_in_description_falls_back_with_warning() {
         warnings[0].starts_with("frontmatter is not valid YAML"),
         "{warnings:?}"
     );
+    assert!(
+        warnings[0].ends_with("read the value of `description` as plain text"),
+        "{warnings:?}"
+    );
+    // The nested block after the repaired line still parses as YAML.
+    let loaded = load(&fx, "colon");
+    assert_eq!(
+        loaded["frontmatter"]["metadata"]["short-description"],
+        "Colon test"
+    );
+}
+
+#[test]
+fn unescaped_inner_quotes_fall_back_to_plain_lines() {
+    let fx = Fixture::new();
+    fx.skill_md(
+        &fx.project_dir(),
+        "quotes",
+        "---\nname: quotes\ndescription: \"Make \"deck\" files\"\n---\nBody\n",
+    );
+    let list = list(&fx, &[]);
+    let s = only_skill(&list, "quotes");
+    assert_eq!(s["description"], "Make \"deck\" files");
+    let warnings = strings(&s["warnings"]);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
         warnings[0].contains("read it as plain `key: value` lines"),
         "{warnings:?}"
@@ -276,20 +301,40 @@ fn unparseable_yaml_is_skipped() {
 }
 
 #[test]
-fn missing_name_is_skipped() {
+fn missing_name_falls_back_to_the_directory_name() {
     let fx = Fixture::new();
-    fx.skill(&fx.project_dir(), "good", "Fine");
-    let bad = fx.skill_md(
+    fx.skill_md(
         &fx.project_dir(),
         "nameless",
         "---\ndescription: No name here\n---\nBody\n",
     );
     let list = list(&fx, &[]);
+    let s = only_skill(&list, "nameless");
+    assert_eq!(
+        strings(&s["warnings"]),
+        ["frontmatter has no `name`; the skill is listed under its directory name `nameless`"]
+    );
+    assert_eq!(load(&fx, "nameless")["instructions"], "Body\n");
+}
+
+#[test]
+fn missing_name_in_an_invalid_directory_is_skipped() {
+    let fx = Fixture::new();
+    fx.skill(&fx.project_dir(), "good", "Fine");
+    let bad = fx.skill_md(
+        &fx.project_dir(),
+        "No Name",
+        "---\ndescription: No name here\n---\nBody\n",
+    );
+    let list = list(&fx, &[]);
     assert_eq!(
         skipped_warning(&list),
-        format!("skipped {}: frontmatter has no `name`", bad.display())
+        format!(
+            "skipped {}: frontmatter has no `name`, and the directory name `No Name` is not a valid name either",
+            bad.display()
+        )
     );
-    assert_error(fx.json(&["load", "nameless"]), "SKILL_NOT_FOUND", 1);
+    assert_error(fx.json(&["load", "No Name"]), "SKILL_NOT_FOUND", 1);
 }
 
 #[test]
@@ -313,24 +358,46 @@ fn missing_description_is_skipped() {
 }
 
 #[test]
-fn invalid_name_characters_are_skipped() {
+fn invalid_name_characters_fall_back_to_the_directory_name() {
     let fx = Fixture::new();
-    fx.skill(&fx.project_dir(), "good", "Fine");
-    let bad = fx.skill_md(
+    fx.skill_md(
         &fx.project_dir(),
         "my-skill",
         "---\nname: My Skill\ndescription: Bad name\n---\nBody\n",
     );
     let list = list(&fx, &[]);
-    let warning = skipped_warning(&list);
-    let prefix = format!("skipped {}: name `My Skill` contains", bad.display());
-    assert!(warning.starts_with(&prefix), "{warning}");
+    let s = only_skill(&list, "my-skill");
+    let warnings = strings(&s["warnings"]);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
-        warning.ends_with("names use only lowercase letters, digits and `-`"),
-        "{warning}"
+        warnings[0].starts_with("name `My Skill` contains 'M'"),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings[0].ends_with("the skill is listed under its directory name `my-skill`"),
+        "{warnings:?}"
     );
     assert_error(fx.json(&["load", "My Skill"]), "SKILL_NOT_FOUND", 1);
-    assert_error(fx.json(&["load", "my-skill"]), "SKILL_NOT_FOUND", 1);
+}
+
+#[test]
+fn invalid_name_characters_in_an_invalid_directory_are_skipped() {
+    let fx = Fixture::new();
+    fx.skill(&fx.project_dir(), "good", "Fine");
+    let bad = fx.skill_md(
+        &fx.project_dir(),
+        "cortx:auto",
+        "---\nname: cortx:auto\ndescription: Namespaced\n---\nBody\n",
+    );
+    let list = list(&fx, &[]);
+    let warning = skipped_warning(&list);
+    let prefix = format!("skipped {}: name `cortx:auto` contains ':'", bad.display());
+    assert!(warning.starts_with(&prefix), "{warning}");
+    assert!(
+        warning.ends_with("and the directory name `cortx:auto` is not a valid name either"),
+        "{warning}"
+    );
+    assert_error(fx.json(&["load", "cortx:auto"]), "SKILL_NOT_FOUND", 1);
 }
 
 #[test]

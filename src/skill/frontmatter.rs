@@ -45,17 +45,7 @@ pub fn parse_skill_md(text: &str, dir_name: &str) -> Result<ParsedSkillMd, Strin
     let mut warnings = Vec::new();
     let frontmatter = parse_yaml_mapping(yaml, &mut warnings)?;
 
-    let name = match frontmatter.get("name") {
-        None | Some(Value::Null) => return Err("frontmatter has no `name`".into()),
-        Some(value) => scalar_string(value).ok_or("`name` must be a string")?,
-    };
-    let name = name.trim().to_string();
-    validate_name(&name, &mut warnings)?;
-    if name != dir_name {
-        warnings.push(format!(
-            "name `{name}` differs from its directory `{dir_name}`; the skill is listed as `{name}`"
-        ));
-    }
+    let name = skill_name(&frontmatter, dir_name, &mut warnings)?;
 
     let description = match frontmatter.get("description") {
         None | Some(Value::Null) => return Err("frontmatter has no `description`".into()),
@@ -117,16 +107,77 @@ fn parse_yaml_mapping(
             .map(|(k, v)| (yaml_key(&k), yaml_to_json(v)))
             .collect()),
         Ok(_) => Err("the frontmatter is not a YAML mapping of keys to values".into()),
-        Err(error) => match parse_plain_lines(yaml) {
-            Some(map) => {
+        Err(error) => {
+            if let Some((repaired, keys)) = quote_values_with_colons(yaml)
+                && let Ok(serde_yaml::Value::Mapping(mapping)) =
+                    serde_yaml::from_str::<serde_yaml::Value>(&repaired)
+            {
                 warnings.push(format!(
-                    "frontmatter is not valid YAML ({error}); read it as plain `key: value` lines"
+                    "frontmatter is not valid YAML ({error}); read the value of {} as plain text",
+                    keys.iter()
+                        .map(|k| format!("`{k}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
-                Ok(map)
+                return Ok(mapping
+                    .into_iter()
+                    .map(|(k, v)| (yaml_key(&k), yaml_to_json(v)))
+                    .collect());
             }
-            None => Err(format!("the frontmatter is not valid YAML: {error}")),
-        },
+            match parse_plain_lines(yaml) {
+                Some(map) => {
+                    warnings.push(format!(
+                        "frontmatter is not valid YAML ({error}); read it as plain `key: value` lines"
+                    ));
+                    Ok(map)
+                }
+                None => Err(format!("the frontmatter is not valid YAML: {error}")),
+            }
+        }
     }
+}
+
+/// The most common YAML mistake in real skills is an unquoted value that
+/// contains `: ` (`description: Use when: ...`). Quote every such top-level
+/// value so the rest of the frontmatter (nested `metadata`, lists) can still
+/// be parsed as YAML. Returns the repaired text and the keys it quoted.
+fn quote_values_with_colons(yaml: &str) -> Option<(String, Vec<String>)> {
+    let mut keys = Vec::new();
+    let mut out = String::with_capacity(yaml.len() + 16);
+    for line in yaml.split_inclusive('\n') {
+        let content = line.trim_end_matches('\n');
+        let repaired = top_level_pair(content).and_then(|(key, value)| {
+            let plain = !value.starts_with(['"', '\'', '|', '>', '[', '{', '&', '*', '!', '#']);
+            (plain && value.contains(": ")).then(|| {
+                keys.push(key.to_string());
+                format!("{key}: '{}'", value.trim_end().replace('\'', "''"))
+            })
+        });
+        match repaired {
+            Some(text) => {
+                out.push_str(&text);
+                if line.ends_with('\n') {
+                    out.push('\n');
+                }
+            }
+            None => out.push_str(line),
+        }
+    }
+    (!keys.is_empty()).then_some((out, keys))
+}
+
+/// `key: value` on an unindented line with a simple key and a non-empty value.
+fn top_level_pair(line: &str) -> Option<(&str, &str)> {
+    if line.starts_with(char::is_whitespace) || line.starts_with('#') {
+        return None;
+    }
+    let (key, value) = line.split_once(':')?;
+    let simple_key = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let value = value.strip_prefix([' ', '\t'])?.trim();
+    (simple_key && !value.is_empty()).then_some((key, value))
 }
 
 /// Fallback for frontmatter that other loaders accept although it is not
@@ -139,16 +190,8 @@ fn parse_plain_lines(yaml: &str) -> Option<Map<String, Value>> {
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
         }
-        if line.starts_with(char::is_whitespace) {
-            return None;
-        }
-        let (key, value) = line.split_once(':')?;
-        let valid_key = !key.is_empty()
-            && key
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        let value = value.trim();
-        if !valid_key || value.is_empty() || map.contains_key(key) {
+        let (key, value) = top_level_pair(line)?;
+        if map.contains_key(key) {
             return None;
         }
         map.insert(key.to_string(), Value::String(unquote(value).to_string()));
@@ -165,29 +208,79 @@ fn unquote(value: &str) -> &str {
     value
 }
 
-fn validate_name(name: &str, warnings: &mut Vec<String>) -> Result<(), String> {
+/// The skill's name: the frontmatter `name` when it is valid; otherwise,
+/// as Claude Code does, the directory name (with a warning) when that is
+/// valid; otherwise the skill is refused.
+fn skill_name(
+    frontmatter: &Map<String, Value>,
+    dir_name: &str,
+    warnings: &mut Vec<String>,
+) -> Result<String, String> {
+    let declared = match frontmatter.get("name") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(
+            scalar_string(value)
+                .ok_or("`name` must be a string")?
+                .trim()
+                .to_string(),
+        ),
+    };
+    let problem = match &declared {
+        None => "frontmatter has no `name`".to_string(),
+        Some(name) => match name_problem(name) {
+            None => {
+                let name = name.clone();
+                if name != dir_name {
+                    warnings.push(format!(
+                        "name `{name}` differs from its directory `{dir_name}`; the skill is listed as `{name}`"
+                    ));
+                }
+                hyphen_warning(&name, warnings);
+                return Ok(name);
+            }
+            Some(problem) => problem,
+        },
+    };
+    if name_problem(dir_name).is_some() {
+        return Err(format!(
+            "{problem}, and the directory name `{dir_name}` is not a valid name either"
+        ));
+    }
+    warnings.push(format!(
+        "{problem}; the skill is listed under its directory name `{dir_name}`"
+    ));
+    hyphen_warning(dir_name, warnings);
+    Ok(dir_name.to_string())
+}
+
+/// Why `name` cannot identify a skill: empty, too long, or characters
+/// outside `[a-z0-9-]`.
+fn name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
-        return Err("`name` is empty".into());
+        return Some("`name` is empty".into());
     }
     if let Some(bad) = name
         .chars()
         .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
     {
-        return Err(format!(
-            "name `{name}` contains {bad:?}; names use only lowercase letters, digits and `-`"
+        return Some(format!(
+            "name `{name}` contains {bad:?} (names use only lowercase letters, digits and `-`)"
         ));
     }
     if name.chars().count() > MAX_NAME_CHARS {
-        return Err(format!(
+        return Some(format!(
             "name `{name}` is longer than {MAX_NAME_CHARS} characters"
         ));
     }
+    None
+}
+
+fn hyphen_warning(name: &str, warnings: &mut Vec<String>) {
     if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
         warnings.push(format!(
             "name `{name}` has a leading, trailing or doubled `-`, which the spec does not allow"
         ));
     }
-    Ok(())
 }
 
 fn check_optional_fields(frontmatter: &Map<String, Value>, warnings: &mut Vec<String>) {
@@ -360,10 +453,8 @@ mod tests {
             ("# no frontmatter\n", "does not start"),
             ("---\nname: demo\ndescription: x\n", "never closed"),
             ("---\n---\nbody", "empty"),
-            ("---\ndescription: x\n---\n", "no `name`"),
             ("---\nname: demo\n---\n", "no `description`"),
             ("---\nname: demo\ndescription: \"\"\n---\n", "empty"),
-            ("---\nname: Bad Name\ndescription: x\n---\n", "contains"),
             ("---\nname: [a]\ndescription: x\n---\n", "must be a string"),
             ("---\n- a\n- b\n---\n", "not a YAML mapping"),
             (
@@ -374,12 +465,55 @@ mod tests {
             let err = parse_skill_md(text, "demo").unwrap_err();
             assert!(err.contains(why), "{text:?}: {err}");
         }
-        let long_name = format!("---\nname: {}\ndescription: x\n---\n", "a".repeat(65));
-        assert!(
-            parse_skill_md(&long_name, "demo")
-                .unwrap_err()
-                .contains("longer")
+        // A bad or missing name is refused only when the directory name is no better.
+        for text in [
+            "---\ndescription: x\n---\n",
+            "---\nname: Bad Name\ndescription: x\n---\n",
+        ] {
+            let err = parse_skill_md(text, "Bad Dir").unwrap_err();
+            assert!(
+                err.contains("directory name `Bad Dir` is not a valid name"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_or_missing_names_fall_back_to_the_directory_name() {
+        for (text, why) in [
+            ("---\ndescription: x\n---\n", "no `name`"),
+            (
+                "---\nname: Condition-Based Waiting\ndescription: x\n---\n",
+                "contains 'C'",
+            ),
+            (
+                "---\nname: cortx:auto\ndescription: x\n---\n",
+                "contains ':'",
+            ),
+            ("---\nname: \"\"\ndescription: x\n---\n", "is empty"),
+        ] {
+            let p = parse_skill_md(text, "demo").unwrap();
+            assert_eq!(p.name, "demo");
+            assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+            assert!(p.warnings[0].contains(why), "{:?}", p.warnings);
+            assert!(p.warnings[0].contains("listed under its directory name `demo`"));
+        }
+        let long = format!("---\nname: {}\ndescription: x\n---\n", "a".repeat(65));
+        let p = parse_skill_md(&long, "demo").unwrap();
+        assert!(p.warnings[0].contains("longer than 64"), "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn unquoted_colons_are_repaired_without_losing_nested_blocks() {
+        let p = ok(
+            "---\nname: demo\ndescription: Plan only: never edit files\nmetadata:\n  short-description: Plan\n  it's: fine\n---\n",
         );
+        assert_eq!(p.description, "Plan only: never edit files");
+        assert_eq!(p.frontmatter["metadata"]["short-description"], "Plan");
+        assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+        assert!(p.warnings[0].contains("read the value of `description` as plain text"));
+        let quoted = ok("---\nname: demo\ndescription: It's simple: use it\n---\n");
+        assert_eq!(quoted.description, "It's simple: use it");
     }
 
     #[test]
