@@ -21,7 +21,7 @@ pub enum ErrorKind {
     FileTooLarge,
     /// A request argument is malformed (bad range, bad name, ...).
     InvalidInput,
-    /// The operating system refused access to a file inside the skill.
+    /// The file is not served: a hidden entry, or the operating system refused access.
     AccessDenied,
     /// An unexpected I/O failure on the host side.
     IoError,

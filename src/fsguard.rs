@@ -1,7 +1,8 @@
 //! Skill-relative path checks and bounded reads. Every path from a client is
-//! hostile: it is checked syntactically, then opened through a cap-std `Dir`
-//! rooted at the skill directory, so no `..`, absolute path or symlink can
-//! reach a file outside the skill.
+//! hostile: it is checked syntactically (no `..`, no absolute path, no hidden
+//! component such as `.git` or `.env`, which may hold credentials and are
+//! never listed), then opened through a cap-std `Dir` rooted at the skill
+//! directory, so no symlink can reach a file outside the skill.
 
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -46,6 +47,14 @@ pub fn normalize_relative(path: &str) -> Result<String, HostError> {
                 return Err(HostError::new(
                     ErrorKind::PathOutsideSkill,
                     format!("`{path}` contains `..`; only paths inside the skill can be read"),
+                ));
+            }
+            hidden if hidden.starts_with('.') => {
+                return Err(HostError::new(
+                    ErrorKind::AccessDenied,
+                    format!(
+                        "`{path}` names a hidden entry (`{hidden}`); hidden files such as .git or .env are never served"
+                    ),
                 ));
             }
             other => parts.push(other),
@@ -201,6 +210,9 @@ mod tests {
             ("a\0b", ErrorKind::InvalidPath),
             ("", ErrorKind::InvalidPath),
             ("./", ErrorKind::InvalidPath),
+            (".env", ErrorKind::AccessDenied),
+            (".git/config", ErrorKind::AccessDenied),
+            ("a/.secret/b", ErrorKind::AccessDenied),
         ] {
             assert_eq!(normalize_relative(path).unwrap_err().kind, kind, "{path:?}");
         }

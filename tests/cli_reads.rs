@@ -455,3 +455,31 @@ fn json_stdout_is_only_the_document_even_with_debug_logs() {
         );
     }
 }
+
+#[test]
+fn hidden_files_are_never_served() {
+    let fx = Fixture::new();
+    let dir = fx.skill(&fx.project_dir(), "secretive", "Has dotfiles");
+    fx.file(&dir, ".env", "API_KEY=hunter2\n");
+    fx.file(
+        &dir,
+        ".git/config",
+        "[remote]\nurl = https://token@example.com/x.git\n",
+    );
+    fx.file(&dir, "notes.md", "visible\n");
+    for path in [".env", ".git/config", "./.env", "sub/../.env"] {
+        let (code, body) = fx.json(&["read", "secretive", path]);
+        let kind = body["error"]["kind"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            kind == "ACCESS_DENIED" || (path.contains("..") && kind == "PATH_OUTSIDE_SKILL"),
+            "{path}: {body}"
+        );
+        assert_eq!(code, 1, "{path}");
+        assert!(!body.to_string().contains("hunter2"), "{path}");
+    }
+    let (code, body) = fx.json(&["read", "secretive", "notes.md"]);
+    assert_eq!((code, body["content"].as_str()), (0, Some("visible\n")));
+}
