@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::config::SourceKind;
+use crate::skill::Component;
 
 /// Arguments of `skill_list`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
@@ -38,6 +39,25 @@ pub struct ReadRequest {
     /// Maximum number of bytes to return (default: the rest of the file, up to the host's read limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub length: Option<u64>,
+}
+
+/// Arguments of `skill_run`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunRequest {
+    /// Exact skill name as returned by skill_list.
+    pub name: String,
+    /// Component name as listed by skill_load (`components[].name`).
+    pub component: String,
+    /// The input JSON object, checked against the component's input_schema (default `{}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
+    /// Insist on this revision (the `revision_id` of an earlier run); fails with REVISION_NOT_FOUND when the skill changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// Wall-clock limit for this run, from 1 second to the host's bound (default: the component's own limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<f64>,
 }
 
 /// Result of `skill_list`.
@@ -90,6 +110,9 @@ pub struct LoadedSkill {
     pub skill_dir: String,
     /// Related files with their sizes and kinds (bounded; see warnings).
     pub files: Vec<FileInfo>,
+    /// Components declared in `skill.yaml` (or, without one, every
+    /// `components/**/*.wasm`); run the executable ones with skill_run.
+    pub components: Vec<Component>,
     /// Non-fatal problems with this skill.
     pub warnings: Vec<String>,
 }

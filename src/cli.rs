@@ -10,9 +10,10 @@ use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
 use crate::Host;
-use crate::api::{Encoding, ListRequest, ReadRequest};
-use crate::config::{HostConfig, Limits};
+use crate::api::{Encoding, ListRequest, ReadRequest, RunRequest};
+use crate::config::{ExecConfig, HostConfig, Limits};
 use crate::error::{ErrorBody, HostError};
+use crate::exec::{RunContext, Status};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -53,6 +54,35 @@ enum Command {
         /// Exact skill name.
         name: String,
         /// Print the skill_load JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one component of a skill and print its execution envelope (JSON).
+    Run {
+        #[command(flatten)]
+        host: HostArgs,
+        /// Exact skill name.
+        name: String,
+        /// Component name (see `load`).
+        component: String,
+        /// The input JSON object, `@FILE` to read it from a file, or `-` for stdin.
+        #[arg(long, default_value = "{}")]
+        input: String,
+        /// Insist on this revision (a `revision_id` from an earlier run).
+        #[arg(long)]
+        revision: Option<String>,
+        /// Wall-clock limit for this run, in seconds.
+        #[arg(long)]
+        timeout_seconds: Option<f64>,
+    },
+    /// Check a skill directory: SKILL.md, skill.yaml, component files, schemas,
+    /// permissions, and that each wasm component compiles to a supported world.
+    Validate {
+        #[command(flatten)]
+        host: HostArgs,
+        /// The skill directory (the one holding SKILL.md).
+        path: PathBuf,
+        /// Print the report as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -109,6 +139,18 @@ struct HostArgs {
     /// Depth below a skill directory to which files are listed.
     #[arg(long, default_value_t = Limits::default().max_file_depth)]
     max_file_depth: usize,
+    /// A value components may receive for an `env` key they declare: `KEY=VALUE`, or `KEY` to pass this process's own variable. Repeatable.
+    #[arg(long = "env", value_name = "KEY[=VALUE]")]
+    env: Vec<String>,
+    /// Longest run allowed, in seconds (also bounds a request's timeout_seconds).
+    #[arg(long, default_value_t = ExecConfig::default().max_timeout_ms / 1000)]
+    max_timeout_seconds: u64,
+    /// Most memory one run may use, in MiB.
+    #[arg(long, default_value_t = ExecConfig::default().max_memory_mb)]
+    max_memory_mb: u64,
+    /// Runs executing at once; more wait until their deadline.
+    #[arg(long, default_value_t = ExecConfig::default().max_concurrent_runs)]
+    max_concurrent_runs: u32,
 }
 
 impl HostArgs {
@@ -131,6 +173,28 @@ impl HostArgs {
             max_scan_entries: self.max_scan_entries,
             max_file_depth: self.max_file_depth,
         };
+        config.exec.max_timeout_ms = self.max_timeout_seconds.max(1) * 1000;
+        config.exec.default_timeout_ms = config
+            .exec
+            .default_timeout_ms
+            .min(config.exec.max_timeout_ms);
+        config.exec.max_memory_mb = self.max_memory_mb.max(1);
+        config.exec.default_memory_mb =
+            config.exec.default_memory_mb.min(config.exec.max_memory_mb);
+        config.exec.max_concurrent_runs = self.max_concurrent_runs.max(1);
+        for entry in &self.env {
+            match entry.split_once('=') {
+                Some((key, value)) => {
+                    config.exec.env.insert(key.to_string(), value.to_string());
+                }
+                None => match std::env::var(entry) {
+                    Ok(value) => {
+                        config.exec.env.insert(entry.clone(), value);
+                    }
+                    Err(_) => tracing::warn!("--env {entry}: this process has no such variable"),
+                },
+            }
+        }
         config
     }
 }
@@ -179,6 +243,52 @@ pub fn run() -> i32 {
                 Err(error) => report(error, json),
             }
         }
+        Command::Run {
+            host,
+            name,
+            component,
+            input,
+            revision,
+            timeout_seconds,
+        } => {
+            let input = match parse_input(&input) {
+                Ok(input) => input,
+                Err(error) => return report(error, true),
+            };
+            let host = Host::new(host.config());
+            let request = RunRequest {
+                name,
+                component,
+                input: Some(input),
+                revision,
+                timeout_seconds,
+            };
+            match host.run(&request, &RunContext::default()) {
+                Ok(envelope) => {
+                    let code = match (envelope.data.status, envelope.data.error_kind) {
+                        (Status::Succeeded, _) => 0,
+                        (_, Some(kind)) => kind.exit_code(),
+                        (_, None) => 2,
+                    };
+                    match print_json(&envelope) {
+                        0 => code,
+                        failed => failed,
+                    }
+                }
+                Err(error) => report(error, true),
+            }
+        }
+        Command::Validate { host, path, json } => {
+            let host = Host::new(host.config());
+            let report = host.validate(&path);
+            let code = if report.ok { 0 } else { 1 };
+            if json {
+                print_json(&report);
+            } else {
+                render_validation(&path, &report);
+            }
+            code
+        }
         Command::Read {
             host,
             name,
@@ -200,6 +310,29 @@ pub fn run() -> i32 {
             }
         }
     }
+}
+
+/// `--input`: inline JSON, `@FILE`, or `-` for stdin.
+fn parse_input(raw: &str) -> Result<serde_json::Value, HostError> {
+    use crate::error::ErrorKind;
+    let text = if raw == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|e| {
+            HostError::new(ErrorKind::InvalidInput, format!("cannot read stdin: {e}"))
+        })?;
+        text
+    } else if let Some(path) = raw.strip_prefix('@') {
+        std::fs::read_to_string(path).map_err(|e| {
+            HostError::new(
+                ErrorKind::InvalidInput,
+                format!("cannot read --input file {path}: {e}"),
+            )
+        })?
+    } else {
+        raw.to_string()
+    };
+    serde_json::from_str(&text)
+        .map_err(|e| HostError::new(ErrorKind::InvalidInput, format!("--input is not JSON: {e}")))
 }
 
 fn init_tracing(flag: Option<&str>, default_level: &str) {
@@ -303,6 +436,35 @@ fn render_list(list: &crate::api::SkillList) {
         .flat_map(|s| s.warnings.iter().map(move |w| format!("{}: {w}", s.name)));
     for warning in list.warnings.iter().cloned().chain(skill_warnings) {
         eprintln!("warning: {warning}");
+    }
+}
+
+fn render_validation(path: &std::path::Path, report: &crate::validate::Report) {
+    let mut out = std::io::stdout().lock();
+    let name = report.skill.as_deref().unwrap_or("?");
+    let verdict = if report.ok { "ok" } else { "invalid" };
+    let _ = writeln!(out, "{verdict}: skill `{name}` at {}", path.display());
+    for component in &report.components {
+        let runtime = component
+            .runtime
+            .map(|r| format!("{r:?}").to_lowercase())
+            .unwrap_or_else(|| "not executable".into());
+        let world = component
+            .world
+            .as_deref()
+            .map(|w| format!(", {w}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  component {} ({}): {runtime}{world}",
+            component.name, component.path
+        );
+    }
+    for error in &report.errors {
+        let _ = writeln!(out, "  error: {error}");
+    }
+    for warning in &report.warnings {
+        let _ = writeln!(out, "  warning: {warning}");
     }
 }
 

@@ -1,5 +1,6 @@
 //! Host configuration: where skills live and the limits that bound every scan and read.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
@@ -70,6 +71,51 @@ impl Default for Limits {
     }
 }
 
+/// Defaults and bounds for running components. A component's `limits` ask
+/// for values; unset ones take the defaults and every one is capped by the bound.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecConfig {
+    pub default_timeout_ms: u64,
+    /// Longest run the host allows (a request's `timeout_seconds` included).
+    pub max_timeout_ms: u64,
+    pub default_memory_mb: u64,
+    pub max_memory_mb: u64,
+    /// Default WebAssembly work budget (about one unit per instruction).
+    pub default_fuel: u64,
+    pub default_max_output_bytes: u64,
+    pub max_output_bytes: u64,
+    /// WebAssembly stack for one run.
+    pub max_wasm_stack_bytes: usize,
+    /// Largest component file that is compiled.
+    pub max_component_bytes: u64,
+    /// Runs executing at once; more wait (WebAssembly instances are pooled).
+    pub max_concurrent_runs: u32,
+    /// Bytes copied into a run's scratch space for `write` permissions.
+    pub max_scratch_bytes: u64,
+    /// Values the operator provides for the `env` keys components declare.
+    /// A component receives only keys it declared that are present here.
+    pub env: BTreeMap<String, String>,
+}
+
+impl Default for ExecConfig {
+    fn default() -> Self {
+        ExecConfig {
+            default_timeout_ms: 30_000,
+            max_timeout_ms: 60_000,
+            default_memory_mb: 128,
+            max_memory_mb: 1024,
+            default_fuel: 1_000_000_000_000,
+            default_max_output_bytes: 1024 * 1024,
+            max_output_bytes: 16 * 1024 * 1024,
+            max_wasm_stack_bytes: 1024 * 1024,
+            max_component_bytes: 64 * 1024 * 1024,
+            max_concurrent_runs: 16,
+            max_scratch_bytes: 64 * 1024 * 1024,
+            env: BTreeMap::new(),
+        }
+    }
+}
+
 /// Everything a [`crate::Host`] needs to know.
 #[derive(Debug, Clone)]
 pub struct HostConfig {
@@ -82,6 +128,7 @@ pub struct HostConfig {
     /// Extra sources, lowest priority, in the order given.
     pub extra_dirs: Vec<PathBuf>,
     pub limits: Limits,
+    pub exec: ExecConfig,
 }
 
 impl HostConfig {
@@ -95,6 +142,7 @@ impl HostConfig {
             global_dir: default_global_dir(),
             extra_dirs: Vec::new(),
             limits: Limits::default(),
+            exec: ExecConfig::default(),
         }
     }
 
@@ -108,6 +156,11 @@ impl HostConfig {
     pub fn with_extra_dir(mut self, dir: impl AsRef<Path>) -> Self {
         self.extra_dirs.push(absolute(dir.as_ref()));
         self
+    }
+
+    /// Where compiled WebAssembly artifacts are cached.
+    pub fn wasm_cache_dir(&self) -> PathBuf {
+        self.state_dir.join("cache").join("wasm")
     }
 
     /// The sources in priority order (project, managed, global, extras).

@@ -11,6 +11,14 @@ use std::fmt;
 pub enum ErrorKind {
     /// No enabled skill has this name in any source.
     SkillNotFound,
+    /// The skill exists but is disabled.
+    SkillDisabled,
+    /// The requested revision is not the skill's (or no longer exists).
+    RevisionNotFound,
+    /// The skill declares no component with this name.
+    ComponentNotFound,
+    /// The component exists but cannot run (a reference, template, ...).
+    InvalidComponentType,
     /// The skill exists but the file does not.
     FileNotFound,
     /// The path is absolute, contains `..`, or a symlink in it leads outside the skill.
@@ -19,10 +27,22 @@ pub enum ErrorKind {
     InvalidPath,
     /// The file is larger than the configured read limit.
     FileTooLarge,
-    /// A request argument is malformed (bad range, bad name, ...).
+    /// A request argument is malformed, or the input does not match the input schema.
     InvalidInput,
-    /// The file is not served: a hidden entry, or the operating system refused access.
+    /// Not permitted: a hidden file, an undeclared capability, or the operating system said no.
     AccessDenied,
+    /// The sandbox needed to run the component is not usable on this host.
+    SandboxUnavailable,
+    /// The component ran out of time (wall clock) or of fuel (its work budget).
+    ExecutionTimeout,
+    /// The component hit a memory, stack, output or concurrency limit.
+    ResourceExhausted,
+    /// The component failed: a trap, a non-zero exit or an error it returned.
+    ScriptExecutionError,
+    /// The component's output does not match its output schema.
+    OutputSchemaMismatch,
+    /// The client cancelled the request while the component ran.
+    Cancelled,
     /// An unexpected I/O failure on the host side.
     IoError,
 }
@@ -32,27 +52,47 @@ impl ErrorKind {
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorKind::SkillNotFound => "SKILL_NOT_FOUND",
+            ErrorKind::SkillDisabled => "SKILL_DISABLED",
+            ErrorKind::RevisionNotFound => "REVISION_NOT_FOUND",
+            ErrorKind::ComponentNotFound => "COMPONENT_NOT_FOUND",
+            ErrorKind::InvalidComponentType => "INVALID_COMPONENT_TYPE",
             ErrorKind::FileNotFound => "FILE_NOT_FOUND",
             ErrorKind::PathOutsideSkill => "PATH_OUTSIDE_SKILL",
             ErrorKind::InvalidPath => "INVALID_PATH",
             ErrorKind::FileTooLarge => "FILE_TOO_LARGE",
             ErrorKind::InvalidInput => "INVALID_INPUT",
             ErrorKind::AccessDenied => "ACCESS_DENIED",
+            ErrorKind::SandboxUnavailable => "SANDBOX_UNAVAILABLE",
+            ErrorKind::ExecutionTimeout => "EXECUTION_TIMEOUT",
+            ErrorKind::ResourceExhausted => "RESOURCE_EXHAUSTED",
+            ErrorKind::ScriptExecutionError => "SCRIPT_EXECUTION_ERROR",
+            ErrorKind::OutputSchemaMismatch => "OUTPUT_SCHEMA_MISMATCH",
+            ErrorKind::Cancelled => "CANCELLED",
             ErrorKind::IoError => "IO_ERROR",
         }
     }
 
-    /// CLI exit code (SPEC X4): 1 for caller errors, 2 for system errors
-    /// (limits, I/O).
+    /// CLI exit code (SPEC X4): 1 caller error, 2 system error (limits,
+    /// sandbox, I/O), 3 external error (the skill's own code failed).
     pub fn exit_code(self) -> i32 {
         match self {
             ErrorKind::SkillNotFound
+            | ErrorKind::SkillDisabled
+            | ErrorKind::RevisionNotFound
+            | ErrorKind::ComponentNotFound
+            | ErrorKind::InvalidComponentType
             | ErrorKind::FileNotFound
             | ErrorKind::PathOutsideSkill
             | ErrorKind::InvalidPath
             | ErrorKind::InvalidInput
             | ErrorKind::AccessDenied => 1,
-            ErrorKind::FileTooLarge | ErrorKind::IoError => 2,
+            ErrorKind::FileTooLarge
+            | ErrorKind::SandboxUnavailable
+            | ErrorKind::ExecutionTimeout
+            | ErrorKind::ResourceExhausted
+            | ErrorKind::Cancelled
+            | ErrorKind::IoError => 2,
+            ErrorKind::ScriptExecutionError | ErrorKind::OutputSchemaMismatch => 3,
         }
     }
 }

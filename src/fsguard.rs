@@ -69,6 +69,45 @@ pub fn normalize_relative(path: &str) -> Result<String, HostError> {
     Ok(parts.join("/"))
 }
 
+/// Open the regular file `rel` (already normalized) inside `skill_dir`
+/// through cap-std: no symlink may lead outside the skill, and a FIFO or
+/// device never blocks the caller.
+pub fn open_in_skill(skill_dir: &Path, rel: &str) -> Result<std::fs::File, HostError> {
+    let dir = Dir::open_ambient_dir(skill_dir, ambient_authority()).map_err(|e| {
+        HostError::new(
+            ErrorKind::IoError,
+            format!(
+                "the skill directory {} cannot be opened: {e}",
+                skill_dir.display()
+            ),
+        )
+    })?;
+    let mut options = OpenOptions::new();
+    options.read(true);
+    // A FIFO must not block the server; a terminal must not become ours.
+    options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    let file = dir
+        .open_with(rel, &options)
+        .map_err(|e| open_error(e, rel))?
+        .into_std();
+    let meta = file
+        .metadata()
+        .map_err(|e| HostError::new(ErrorKind::IoError, format!("`{rel}`: {e}")))?;
+    if meta.is_dir() {
+        return Err(HostError::new(
+            ErrorKind::InvalidPath,
+            format!("`{rel}` is a directory; pass one of the file paths listed by skill_load"),
+        ));
+    }
+    if !meta.is_file() {
+        return Err(HostError::new(
+            ErrorKind::InvalidPath,
+            format!("`{rel}` is not a regular file"),
+        ));
+    }
+    Ok(file)
+}
+
 /// Bytes read from a skill file, with the file's size and where they start.
 #[derive(Debug, Clone)]
 pub struct ReadBytes {
@@ -88,38 +127,11 @@ pub fn read_in_skill(
     length: Option<u64>,
     max_bytes: u64,
 ) -> Result<ReadBytes, HostError> {
-    let dir = Dir::open_ambient_dir(skill_dir, ambient_authority()).map_err(|e| {
-        HostError::new(
-            ErrorKind::IoError,
-            format!(
-                "the skill directory {} cannot be opened: {e}",
-                skill_dir.display()
-            ),
-        )
-    })?;
-    let mut options = OpenOptions::new();
-    options.read(true);
-    // A FIFO must not block the server; a terminal must not become ours.
-    options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
-    let mut file = dir
-        .open_with(rel, &options)
-        .map_err(|e| open_error(e, rel))?;
-    let meta = file
+    let mut file = open_in_skill(skill_dir, rel)?;
+    let size = file
         .metadata()
-        .map_err(|e| HostError::new(ErrorKind::IoError, format!("`{rel}`: {e}")))?;
-    if meta.is_dir() {
-        return Err(HostError::new(
-            ErrorKind::InvalidPath,
-            format!("`{rel}` is a directory; pass one of the file paths listed by skill_load"),
-        ));
-    }
-    if !meta.is_file() {
-        return Err(HostError::new(
-            ErrorKind::InvalidPath,
-            format!("`{rel}` is not a regular file"),
-        ));
-    }
-    let size = meta.len();
+        .map_err(|e| HostError::new(ErrorKind::IoError, format!("`{rel}`: {e}")))?
+        .len();
     if offset > size {
         return Err(HostError::new(
             ErrorKind::InvalidInput,

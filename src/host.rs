@@ -3,11 +3,12 @@
 use base64::Engine as _;
 
 use crate::api::{
-    Encoding, FileContent, FileInfo, FileKind, ListRequest, LoadedSkill, ReadRequest, SkillList,
-    SkillSummary, SkillsDir,
+    Encoding, FileContent, FileInfo, FileKind, ListRequest, LoadedSkill, ReadRequest, RunRequest,
+    SkillList, SkillSummary, SkillsDir,
 };
 use crate::config::HostConfig;
 use crate::error::{ErrorKind, HostError};
+use crate::exec::{Envelope, Executor, RunContext};
 use crate::fsguard;
 use crate::registry::{Registry, Scan, Skill};
 
@@ -16,12 +17,18 @@ use crate::registry::{Registry, Scan, Skill};
 pub struct Host {
     config: HostConfig,
     registry: Registry,
+    executor: Executor,
 }
 
 impl Host {
     pub fn new(config: HostConfig) -> Self {
         let registry = Registry::new(config.sources(), config.limits.clone());
-        Host { config, registry }
+        let executor = Executor::new(config.clone());
+        Host {
+            config,
+            registry,
+            executor,
+        }
     }
 
     pub fn config(&self) -> &HostConfig {
@@ -60,7 +67,9 @@ impl Host {
         let skill = find(&scan, name)?;
         let listing = self.registry.fresh_listing(skill);
         let mut warnings = skill.parsed.warnings.clone();
+        warnings.extend(skill.manifest_warning());
         warnings.extend(listing.warnings.iter().cloned());
+        let components = skill.components(Some(&listing));
         Ok(LoadedSkill {
             name: skill.name.clone(),
             description: skill.parsed.description.clone(),
@@ -77,8 +86,27 @@ impl Host {
                     size: f.size,
                 })
                 .collect(),
+            components,
             warnings,
         })
+    }
+
+    /// `skill_run`: run one component of a skill. `Err` means nothing ran;
+    /// a run that failed comes back as an envelope whose status says so.
+    pub fn run(&self, request: &RunRequest, context: &RunContext) -> Result<Envelope, HostError> {
+        let scan = self.registry.scan();
+        let skill = find(&scan, &request.name)?;
+        self.executor.run(skill, request, context)
+    }
+
+    /// `validate`: check the skill directory at `dir` (not necessarily in a source).
+    pub fn validate(&self, dir: &std::path::Path) -> crate::validate::Report {
+        crate::validate::validate(
+            dir,
+            &self.executor,
+            &self.config.exec,
+            self.config.limits.max_skill_md_bytes,
+        )
     }
 
     /// `skill_read`: one bounded file by skill-relative path.

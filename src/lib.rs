@@ -8,12 +8,14 @@ pub mod api;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod exec;
 pub mod fsguard;
 pub mod host;
 pub mod listing;
 pub mod mcp;
 pub mod registry;
 pub mod skill;
+pub mod validate;
 mod watch;
 
 pub use config::{HostConfig, Limits, SourceKind};

@@ -14,15 +14,18 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::config::{Limits, SourceDir, SourceKind};
 use crate::listing::{Listing, Stamp, walk_skill};
-use crate::skill::{ParsedSkillMd, parse_skill_md};
+use crate::skill::files::{Loaded, describe_io, load_entry, load_manifest};
+use crate::skill::manifest::{MANIFEST_FILE, Manifest, implied_components};
+use crate::skill::{Component, ParsedSkillMd};
 use crate::watch::{Watcher, is_local_filesystem};
+use sha2::{Digest, Sha256};
 
 /// The entry file of every skill.
 pub const ENTRY_FILE: &str = "SKILL.md";
@@ -39,14 +42,42 @@ pub struct Skill {
     pub entry_path: PathBuf,
     pub parsed: Arc<ParsedSkillMd>,
     pub listing: Arc<Listing>,
+    /// The parsed `skill.yaml`, the reason it is unusable, or `None` without one.
+    pub manifest: Option<Result<Arc<Manifest>, String>>,
+    /// sha256 over the bytes of `SKILL.md` and `skill.yaml`.
+    pub content_digest: [u8; 32],
 }
 
 impl Skill {
-    /// Parse and listing warnings together.
+    /// Parse, manifest and listing warnings together.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = self.parsed.warnings.clone();
+        out.extend(self.manifest_warning());
         out.extend(self.listing.warnings.iter().cloned());
         out
+    }
+
+    /// Why `skill.yaml` is unusable, when it is.
+    pub fn manifest_warning(&self) -> Option<String> {
+        match &self.manifest {
+            Some(Err(reason)) => Some(format!(
+                "{reason}; the skill has no runnable components until it is fixed"
+            )),
+            _ => None,
+        }
+    }
+
+    /// Declared components, or (without `skill.yaml`) the ones implied by
+    /// the files of `listing` (the skill's cached listing when `None`).
+    pub fn components(&self, listing: Option<&Listing>) -> Vec<Component> {
+        match &self.manifest {
+            Some(Ok(manifest)) => manifest.components.clone(),
+            Some(Err(_)) => Vec::new(),
+            None => {
+                let listing = listing.unwrap_or(&self.listing);
+                implied_components(listing.files.iter().map(|f| f.path.as_str()))
+            }
+        }
     }
 }
 
@@ -78,7 +109,9 @@ impl Scan {
 
 struct CachedSkill {
     md_stamp: Stamp,
-    parsed: Result<Arc<ParsedSkillMd>, String>,
+    entry: Loaded<ParsedSkillMd>,
+    /// `skill.yaml` with the stamp it was read at; `None` when there is none.
+    manifest: Option<(Stamp, Loaded<Manifest>)>,
     listing: Option<Arc<Listing>>,
 }
 
@@ -223,38 +256,16 @@ impl Registry {
         run.scan.skills.sort_by(|a, b| a.name.cmp(&b.name));
         (run.scan, run.deps)
     }
+}
 
-    fn parse_entry(
-        &self,
-        entry_path: &Path,
-        meta: &fs::Metadata,
-        dir_name: &str,
-    ) -> Result<Arc<ParsedSkillMd>, String> {
-        let limit = self.limits.max_skill_md_bytes;
-        if meta.len() > limit {
-            let reason = format!(
-                "SKILL.md is {} bytes; the limit is {limit} (--max-skill-md-bytes)",
-                meta.len()
-            );
-            tracing::warn!(path = %entry_path.display(), "{reason}");
-            return Err(reason);
-        }
-        let result = read_bounded(entry_path, meta.len(), limit)
-            .map_err(|e| format!("SKILL.md cannot be read: {}", describe_io(&e)))
-            .and_then(|bytes| {
-                String::from_utf8(bytes).map_err(|_| "SKILL.md is not valid UTF-8".to_string())
-            })
-            .and_then(|text| parse_skill_md(&text, dir_name));
-        match &result {
-            Ok(parsed) => {
-                for warning in &parsed.warnings {
-                    tracing::warn!(path = %entry_path.display(), "{warning}");
-                }
-            }
-            Err(reason) => tracing::warn!(path = %entry_path.display(), "skill skipped: {reason}"),
-        }
-        result.map(Arc::new)
-    }
+/// A skill whose `SKILL.md` parsed, on its way to [`ScanRun::accept`].
+struct Found<'a> {
+    skill_dir: &'a Path,
+    dir_meta: &'a fs::Metadata,
+    entry_path: PathBuf,
+    parsed: Arc<ParsedSkillMd>,
+    manifest: Option<Result<Arc<Manifest>, String>>,
+    content_digest: [u8; 32],
 }
 
 /// The state of one full scan.
@@ -349,31 +360,63 @@ impl ScanRun<'_> {
         };
 
         let md_stamp = Stamp::of(&md_meta);
-        let mut cached = match old.remove(&skill_dir) {
+        let limit = self.registry.limits.max_skill_md_bytes;
+        let previous = old.remove(&skill_dir);
+        let manifest_meta = self.manifest_metadata(&skill_dir);
+        let mut cached = match previous {
             Some(hit) if hit.md_stamp == md_stamp => hit,
             previous => CachedSkill {
                 md_stamp,
-                parsed: self.registry.parse_entry(&entry_path, &md_meta, &dir_name),
+                entry: load_entry(&entry_path, &md_meta, &dir_name, limit),
+                manifest: previous.as_ref().and_then(|p| p.manifest.clone()),
                 listing: previous.and_then(|p| p.listing),
             },
         };
-        match &cached.parsed {
+        cached.manifest = match (manifest_meta, cached.manifest.take()) {
+            (None, _) => None,
+            (Some(meta), Some((stamp, loaded))) if stamp == Stamp::of(&meta) => {
+                Some((stamp, loaded))
+            }
+            (Some(meta), _) => Some((
+                Stamp::of(&meta),
+                load_manifest(&skill_dir.join(MANIFEST_FILE), &meta, limit),
+            )),
+        };
+        match &cached.entry.result {
             Err(reason) => self.skip(&skill_dir, reason.clone()),
             Ok(parsed) => {
-                let parsed = Arc::clone(parsed);
-                if let Some(listing) = self.accept(
-                    source,
-                    &skill_dir,
-                    &dir_meta,
+                let mut hasher = Sha256::new();
+                hasher.update(cached.entry.digest);
+                if let Some((_, manifest)) = &cached.manifest {
+                    hasher.update(manifest.digest);
+                }
+                let found = Found {
+                    skill_dir: &skill_dir,
+                    dir_meta: &dir_meta,
                     entry_path,
-                    parsed,
-                    cached.listing.take(),
-                ) {
+                    parsed: Arc::clone(parsed),
+                    manifest: cached.manifest.as_ref().map(|(_, m)| m.result.clone()),
+                    content_digest: hasher.finalize().into(),
+                };
+                if let Some(listing) = self.accept(source, found, cached.listing.take()) {
                     cached.listing = Some(listing);
                 }
             }
         }
         cache.insert(skill_dir, cached);
+    }
+
+    /// `skill.yaml`'s metadata when there is one (followed when a symlink).
+    fn manifest_metadata(&mut self, skill_dir: &Path) -> Option<fs::Metadata> {
+        let path = skill_dir.join(MANIFEST_FILE);
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                self.deps.volatile = true;
+                fs::metadata(&path).ok().filter(fs::Metadata::is_file)
+            }
+            Ok(meta) => meta.is_file().then_some(meta),
+            Err(_) => None,
+        }
     }
 
     /// `SKILL.md`'s metadata (followed when it is a symlink), or a warning.
@@ -410,12 +453,17 @@ impl ScanRun<'_> {
     fn accept(
         &mut self,
         source: &SourceDir,
-        skill_dir: &Path,
-        dir_meta: &fs::Metadata,
-        entry_path: PathBuf,
-        parsed: Arc<ParsedSkillMd>,
+        found: Found<'_>,
         cached_listing: Option<Arc<Listing>>,
     ) -> Option<Arc<Listing>> {
+        let Found {
+            skill_dir,
+            dir_meta,
+            entry_path,
+            parsed,
+            manifest,
+            content_digest,
+        } = found;
         if let Some(&winner) = self.by_name.get(&parsed.name) {
             let winner = &self.scan.skills[winner];
             let warning = if winner.source == source.kind {
@@ -476,6 +524,8 @@ impl ScanRun<'_> {
             entry_path,
             parsed,
             listing: Arc::clone(&listing),
+            manifest,
+            content_digest,
         });
         Some(listing)
     }
@@ -511,27 +561,4 @@ fn read_children(path: &Path, budget: &mut usize) -> io::Result<Option<Children>
     }
     children.sort();
     Ok(Some((children, complete)))
-}
-
-/// Read a file expected to be `expected` bytes, at most `limit`; more than
-/// `limit` is an error (the file grew past it).
-pub(crate) fn read_bounded(path: &Path, expected: u64, limit: u64) -> io::Result<Vec<u8>> {
-    let file = fs::File::open(path)?;
-    let mut bytes = Vec::with_capacity(expected.min(limit) as usize + 1);
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(io::Error::other(format!(
-            "file is larger than the {limit}-byte limit"
-        )));
-    }
-    Ok(bytes)
-}
-
-/// A short, human description of an I/O error.
-pub(crate) fn describe_io(error: &io::Error) -> String {
-    match error.kind() {
-        io::ErrorKind::NotFound => "it does not exist (a broken symlink?)".into(),
-        io::ErrorKind::PermissionDenied => "permission denied".into(),
-        _ => error.to_string(),
-    }
 }

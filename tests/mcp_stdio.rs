@@ -118,7 +118,7 @@ fn example_fixture() -> Fixture {
 }
 
 #[tokio::test]
-async fn tools_list_is_exactly_the_three_fixed_tools() {
+async fn tools_list_is_exactly_the_fixed_tools() {
     let fx = example_fixture();
     let client = connect(&fx, &[]).await;
     let info = client.peer_info().expect("server info");
@@ -130,7 +130,7 @@ async fn tools_list_is_exactly_the_three_fixed_tools() {
     let names: BTreeSet<&str> = list.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
         names,
-        BTreeSet::from(["skill_list", "skill_load", "skill_read"])
+        BTreeSet::from(["skill_list", "skill_load", "skill_read", "skill_run"])
     );
     for t in &list {
         let input = serde_json::to_value(&*t.input_schema).unwrap();
@@ -163,7 +163,7 @@ async fn tools_list_is_exactly_the_three_fixed_tools() {
         .iter()
         .map(|t| t.name.to_string())
         .collect();
-    assert_eq!(again.len(), 3);
+    assert_eq!(again.len(), 4);
     client.cancel().await.unwrap();
 }
 

@@ -6,25 +6,31 @@ mod lifecycle;
 mod schema;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::{
-    CallToolResponse, CallToolResult, ContentBlock, Implementation, ServerCapabilities,
-    ServerConfig,
+    CallToolResponse, CallToolResult, ContentBlock, Implementation, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig,
 };
-use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 
 use crate::Host;
-use crate::api::{FileContent, ListRequest, LoadRequest, LoadedSkill, ReadRequest, SkillList};
+use crate::api::{
+    FileContent, ListRequest, LoadRequest, LoadedSkill, ReadRequest, RunRequest, SkillList,
+};
 use crate::error::{ErrorBody, ErrorKind, HostError};
+use crate::exec::{Envelope, ProgressFn, RunContext, Status};
 
 /// What the server tells a client at `initialize`.
 const INSTRUCTIONS: &str = "skillhost serves Agent Skills: folders of instructions and related files. \
 Call skill_list to see the available skills, skill_load with an exact name to get a skill's \
-instructions and its file index, and skill_read with a path from that index when the instructions \
-point to a related file. Changes on disk are visible at the next call.";
+instructions, file index and components, skill_read with a path from that index when the \
+instructions point to a related file, and skill_run to execute a component in a sandbox. Changes \
+on disk are visible at the next call.";
 
 /// A tool failure: returned to the client as a tool error (`isError: true`)
 /// whose text block is `{"error": {"kind", "message"}}`. It carries no
@@ -38,6 +44,44 @@ impl IntoCallToolResult for ToolError {
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         Ok(CallToolResult::error(vec![ContentBlock::text(body)]).into())
     }
+}
+
+/// A finished run: the envelope as structured content and as text, with
+/// `isError` set when the run did not succeed (the envelope matches the
+/// output schema either way).
+pub struct RunReply(pub Envelope);
+
+impl IntoCallToolResult for RunReply {
+    fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
+        let succeeded = self.0.data.status == Status::Succeeded;
+        let value = serde_json::to_value(&self.0)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        Ok(if succeeded {
+            CallToolResult::structured(value)
+        } else {
+            CallToolResult::structured_error(value)
+        }
+        .into())
+    }
+}
+
+/// Progress reports of a run, forwarded as MCP progress notifications when
+/// the client asked for them with a progress token.
+fn progress_sink(context: &RequestContext<RoleServer>) -> Option<ProgressFn> {
+    let token = context.meta.get_progress_token()?;
+    let peer = context.peer.clone();
+    let runtime = tokio::runtime::Handle::current();
+    Some(Arc::new(move |done, total, message| {
+        let mut param = ProgressNotificationParam::new(token.clone(), done as f64);
+        param.total = total.map(|t| t as f64);
+        param.message = message;
+        let peer = peer.clone();
+        runtime.spawn(async move {
+            if let Err(error) = peer.notify_progress(param).await {
+                tracing::debug!(%error, "progress notification not delivered");
+            }
+        });
+    }))
 }
 
 /// The MCP server: a handle on the shared [`Host`] and the fixed tool router.
@@ -121,6 +165,34 @@ impl SkillServer {
         blocking(&self.host, move |host| host.read(&request?))
             .await
             .map(Json)
+    }
+
+    #[tool(
+        name = "skill_run",
+        description = "Run one executable component of a skill (listed under `components` by skill_load) with a JSON input, in a sandbox with time, memory and output limits and only the access the component declares. Returns the execution envelope {kind: \"execution\", data: {status, output_data, stdout, stderr, exit_code, error_kind, duration_ms, memory_peak_bytes, fuel_consumed, revision_id, ...}}; a failed run sets isError and says why in error_kind and error_message.",
+        output_schema = rmcp::handler::server::tool::schema_for_output::<Envelope>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn skill_run(
+        &self,
+        Parameters(schema::Checked(request)): Parameters<schema::Checked<RunRequest>>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<RunReply, ToolError> {
+        let request = request.map_err(ToolError)?;
+        let cancel = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&cancel);
+        let cancelled = context.ct.clone();
+        let watcher = tokio::spawn(async move {
+            cancelled.cancelled().await;
+            flag.store(true, Ordering::Relaxed);
+        });
+        let run_context = RunContext {
+            cancel: Some(cancel),
+            progress: progress_sink(&context),
+        };
+        let result = blocking(&self.host, move |host| host.run(&request, &run_context)).await;
+        watcher.abort();
+        result.map(RunReply)
     }
 }
 

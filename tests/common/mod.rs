@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod cli_json;
+pub mod guests;
 pub mod lib_host;
 
 use std::fs;

@@ -1,0 +1,1 @@
+//! Shared by the hostile guests: nothing; each binary is one misbehaviour.

@@ -1,0 +1,371 @@
+//! Running a skill's components: input checks, limits, capabilities, the
+//! runtime for the component's kind, output checks, and the envelope.
+
+pub mod envelope;
+mod files;
+mod schema;
+mod wasm;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+pub use self::envelope::{AppliedLimits, Envelope, EnvelopeKind, Execution, Status};
+use self::schema::{SchemaCache, SchemaError, Which};
+use self::wasm::{Job, Preopen, WasmRuntime};
+use crate::api::RunRequest;
+use crate::config::{ExecConfig, HostConfig};
+use crate::error::{ErrorKind, HostError};
+use crate::fsguard;
+use crate::registry::Skill;
+use crate::skill::files::hex;
+use crate::skill::manifest::{Component, Runtime};
+
+/// Progress reported by a running component: (done, total, message).
+pub type ProgressFn = Arc<dyn Fn(u64, Option<u64>, Option<String>) + Send + Sync>;
+
+/// What a face passes along with a run: a cancellation flag and a sink for
+/// progress reports.
+#[derive(Clone, Default)]
+pub struct RunContext {
+    pub cancel: Option<Arc<AtomicBool>>,
+    pub progress: Option<ProgressFn>,
+}
+
+/// Owns the runtimes (started on first use) and the schema cache.
+pub(crate) struct Executor {
+    config: HostConfig,
+    wasm: OnceLock<Result<WasmRuntime, HostError>>,
+    schemas: SchemaCache,
+}
+
+impl Executor {
+    pub(crate) fn new(config: HostConfig) -> Self {
+        Executor {
+            config,
+            wasm: OnceLock::new(),
+            schemas: SchemaCache::default(),
+        }
+    }
+
+    /// Compile a wasm component of the skill in `dir` and name its world.
+    pub(crate) fn inspect(
+        &self,
+        dir: &std::path::Path,
+        rel: &str,
+        file: std::fs::File,
+    ) -> Result<&'static str, HostError> {
+        let runtime = self.wasm()?;
+        let prepared = runtime.prepare(&dir.join(rel), file)?;
+        Ok(WasmRuntime::world_name(&prepared))
+    }
+
+    fn wasm(&self) -> Result<&WasmRuntime, HostError> {
+        self.wasm
+            .get_or_init(|| WasmRuntime::new(&self.config))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Run `request.component` of `skill`. `Err` means nothing ran (unknown
+    /// component, bad input, ...); a run that failed is an `Ok` envelope
+    /// whose status says so.
+    pub(crate) fn run(
+        &self,
+        skill: &Skill,
+        request: &RunRequest,
+        context: &RunContext,
+    ) -> Result<Envelope, HostError> {
+        let input = request
+            .input
+            .clone()
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        if !input.is_object() {
+            return Err(HostError::new(
+                ErrorKind::InvalidInput,
+                "`input` must be a JSON object",
+            ));
+        }
+        let component = find_component(skill, &request.component)?;
+        let runtime = component.effective_runtime();
+        match runtime {
+            Some(Runtime::Wasi) => {}
+            Some(Runtime::Python | Runtime::Bash) => {
+                return Err(HostError::new(
+                    ErrorKind::SandboxUnavailable,
+                    format!(
+                        "`{}` is a script component; scripts run only in the bubblewrap sandbox, which this host does not provide yet",
+                        component.name
+                    ),
+                ));
+            }
+            None => {
+                return Err(HostError::new(
+                    ErrorKind::InvalidComponentType,
+                    format!(
+                        "`{}` is a {:?} component, not something that runs; skill_read it instead",
+                        component.name, component.kind
+                    ),
+                ));
+            }
+        }
+        if !component.permissions.network.is_empty() {
+            return Err(HostError::new(
+                ErrorKind::AccessDenied,
+                format!(
+                    "`{}` declares network access to [{}], which this host does not grant yet; components run without network",
+                    component.name,
+                    component.permissions.network.join(", ")
+                ),
+            ));
+        }
+        let limits = resolve_limits(&component, request.timeout_seconds, &self.config.exec)?;
+        if let Some(schema) = &component.input_schema {
+            self.check_schema(skill, &component, Which::Input, schema, &input)
+                .map_err(|e| match e {
+                    SchemaError::Mismatch(why) => HostError::new(
+                        ErrorKind::InvalidInput,
+                        format!(
+                            "the input does not match the input_schema of `{}`: {why}",
+                            component.name
+                        ),
+                    ),
+                    SchemaError::BadSchema(why) => {
+                        HostError::new(ErrorKind::InvalidComponentType, why)
+                    }
+                })?;
+        }
+
+        let rel = fsguard::normalize_relative(&component.path)?;
+        let file = fsguard::open_in_skill(&skill.skill_dir, &rel)?;
+        let runtime = self.wasm()?;
+        let prepared = runtime.prepare(&skill.skill_dir.join(&rel), file)?;
+        let mut hasher = Sha256::new();
+        hasher.update(skill.content_digest);
+        hasher.update(prepared.digest);
+        let revision_id = format!("sha256:{}", hex(&hasher.finalize()));
+        if let Some(wanted) = &request.revision
+            && *wanted != revision_id
+        {
+            return Err(HostError::new(
+                ErrorKind::RevisionNotFound,
+                format!(
+                    "skill `{}` component `{}` is at revision {revision_id}, not {wanted}; its code or declaration changed",
+                    skill.name, component.name
+                ),
+            ));
+        }
+        let env: Vec<(String, String)> = component
+            .permissions
+            .env
+            .iter()
+            .filter_map(|key| {
+                self.config
+                    .exec
+                    .env
+                    .get(key)
+                    .map(|value| (key.clone(), value.clone()))
+            })
+            .collect();
+        let run_files = files::prepare(
+            &skill.skill_dir,
+            &component.permissions.filesystem,
+            self.config.exec.max_scratch_bytes,
+        )?;
+
+        let execution_id = uuid::Uuid::new_v4().to_string();
+        let label = format!("{}/{}", skill.name, component.name);
+        let started_at = SystemTime::now();
+        let started = Instant::now();
+        let job = Job {
+            input: input.to_string(),
+            timeout: Duration::from_millis(limits.timeout_ms),
+            memory_bytes: limits.memory_bytes,
+            fuel: limits.fuel.unwrap_or(u64::MAX),
+            max_output_bytes: limits.max_output_bytes,
+            env,
+            preopens: run_files
+                .mounts
+                .iter()
+                .map(|m| Preopen {
+                    host: m.host.clone(),
+                    guest: m.guest.clone(),
+                    write: m.write,
+                })
+                .collect(),
+            cancel: context.cancel.clone(),
+            progress: context.progress.clone(),
+            label: label.clone(),
+        };
+        let outcome = runtime.run(&prepared, job);
+        let duration = started.elapsed();
+        drop(run_files);
+
+        let output_data = match &outcome.returned {
+            Some(text) => Some(serde_json::from_str(text).unwrap_or(Value::String(text.clone()))),
+            None => {
+                let text = String::from_utf8_lossy(&outcome.stdout);
+                let text = text.trim();
+                (!text.is_empty() && !outcome.stdout_truncated)
+                    .then(|| serde_json::from_str(text).ok())
+                    .flatten()
+            }
+        };
+        let mut error = outcome.error.clone();
+        if error.is_none()
+            && let Some(schema) = &component.output_schema
+        {
+            error = match &output_data {
+                None => Some((
+                    ErrorKind::OutputSchemaMismatch,
+                    format!(
+                        "`{}` declares an output_schema but its output is not JSON",
+                        component.name
+                    ),
+                )),
+                Some(data) => {
+                    match self.check_schema(skill, &component, Which::Output, schema, data) {
+                        Ok(()) => None,
+                        Err(SchemaError::Mismatch(why) | SchemaError::BadSchema(why)) => Some((
+                            ErrorKind::OutputSchemaMismatch,
+                            format!("the output does not match the output_schema: {why}"),
+                        )),
+                    }
+                }
+            };
+        }
+        let status = match &error {
+            None => Status::Succeeded,
+            Some((ErrorKind::Cancelled, _)) => Status::Cancelled,
+            Some(_) => Status::Failed,
+        };
+        let (error_kind, error_message) = match error {
+            Some((kind, message)) => (Some(kind), Some(message)),
+            None => (None, None),
+        };
+        tracing::info!(
+            component = %label,
+            %execution_id,
+            ?status,
+            error_kind = error_kind.map(|k| k.as_str()),
+            duration_ms = duration.as_secs_f64() * 1e3,
+            "run finished"
+        );
+        Ok(Envelope {
+            kind: EnvelopeKind::Execution,
+            data: Execution {
+                execution_id,
+                skill: skill.name.clone(),
+                revision_id,
+                component: component.name.clone(),
+                component_path: rel,
+                runtime: Runtime::Wasi,
+                status,
+                exit_code: outcome.exit_code,
+                stdout: String::from_utf8_lossy(&outcome.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&outcome.stderr).into_owned(),
+                stdout_truncated: outcome.stdout_truncated,
+                stderr_truncated: outcome.stderr_truncated,
+                output_data,
+                duration_ms: millis(duration),
+                memory_peak_bytes: outcome.memory_peak_bytes,
+                cpu_time_ms: millis(outcome.cpu_time),
+                fuel_consumed: Some(outcome.fuel_consumed),
+                started_at: humantime::format_rfc3339_millis(started_at).to_string(),
+                finished_at: humantime::format_rfc3339_millis(started_at + duration).to_string(),
+                error_kind,
+                error_message,
+                limits,
+            },
+        })
+    }
+
+    fn check_schema(
+        &self,
+        skill: &Skill,
+        component: &Component,
+        which: Which,
+        schema: &Value,
+        instance: &Value,
+    ) -> Result<(), SchemaError> {
+        self.schemas.check(
+            skill.content_digest,
+            &component.name,
+            which,
+            schema,
+            instance,
+        )
+    }
+}
+
+fn find_component(skill: &Skill, name: &str) -> Result<Component, HostError> {
+    if let Some(reason) = skill.manifest_warning() {
+        return Err(HostError::new(ErrorKind::ComponentNotFound, reason));
+    }
+    let components = skill.components(None);
+    components
+        .iter()
+        .find(|c| c.name == name)
+        .cloned()
+        .ok_or_else(|| {
+            let names: Vec<&str> = components.iter().map(|c| c.name.as_str()).collect();
+            let has = if names.is_empty() {
+                "it declares no components".to_string()
+            } else {
+                format!("it has: {}", names.join(", "))
+            };
+            HostError::new(
+                ErrorKind::ComponentNotFound,
+                format!("skill `{}` has no component `{name}`; {has}", skill.name),
+            )
+        })
+}
+
+/// Defaults, requests and bounds combined. `timeout_seconds` from the
+/// request wins over the component's `timeout_ms` and must be within
+/// 1 s and the host's bound.
+fn resolve_limits(
+    component: &Component,
+    timeout_seconds: Option<f64>,
+    exec: &ExecConfig,
+) -> Result<AppliedLimits, HostError> {
+    let max_seconds = exec.max_timeout_ms as f64 / 1000.0;
+    let timeout_ms = match timeout_seconds {
+        Some(seconds) if !(1.0..=max_seconds).contains(&seconds) => {
+            return Err(HostError::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "timeout_seconds must be between 1 and {max_seconds} (the host's bound); got {seconds}"
+                ),
+            ));
+        }
+        Some(seconds) => (seconds * 1000.0) as u64,
+        None => component
+            .limits
+            .timeout_ms
+            .unwrap_or(exec.default_timeout_ms)
+            .clamp(1, exec.max_timeout_ms),
+    };
+    let memory_mb = component
+        .limits
+        .memory_mb
+        .unwrap_or(exec.default_memory_mb)
+        .clamp(1, exec.max_memory_mb);
+    Ok(AppliedLimits {
+        timeout_ms,
+        memory_bytes: memory_mb * 1024 * 1024,
+        fuel: Some(component.limits.fuel.unwrap_or(exec.default_fuel)),
+        max_output_bytes: component
+            .limits
+            .max_output_bytes
+            .unwrap_or(exec.default_max_output_bytes)
+            .min(exec.max_output_bytes),
+    })
+}
+
+fn millis(duration: Duration) -> f64 {
+    (duration.as_secs_f64() * 1e6).round() / 1e3
+}

@@ -1,0 +1,354 @@
+//! `skill.yaml`: the optional manifest beside `SKILL.md` that declares a
+//! skill's components (what can run, with which schemas, limits and
+//! permissions). `SKILL.md` stays pure Agent Skills format.
+//!
+//! Without a manifest, every `components/**/*.wasm` file is a runnable `wasm`
+//! component with default limits and no permissions.
+
+use std::collections::BTreeSet;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::fsguard;
+
+/// The manifest's file name, beside `SKILL.md`.
+pub const MANIFEST_FILE: &str = "skill.yaml";
+
+/// A parsed `skill.yaml`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// The skill's own version (free-form, e.g. `1.0.0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub components: Vec<Component>,
+}
+
+/// What a component is. Only `wasm` and `script` components can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ComponentType {
+    Wasm,
+    Script,
+    Reference,
+    Example,
+    Template,
+    Document,
+    Artifact,
+}
+
+impl ComponentType {
+    pub fn is_executable(self) -> bool {
+        matches!(self, ComponentType::Wasm | ComponentType::Script)
+    }
+}
+
+/// Which runtime executes a component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Runtime {
+    /// A WebAssembly component in wasmtime.
+    Wasi,
+    /// A Python script in the bubblewrap sandbox.
+    Python,
+    /// A Bash script in the bubblewrap sandbox.
+    Bash,
+}
+
+/// One declared component.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Component {
+    /// Unique within the skill; the `component` argument of `skill_run`.
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: ComponentType,
+    /// File path relative to the skill directory.
+    pub path: String,
+    /// `wasi` for `wasm` components (the default); `python` or `bash` for scripts
+    /// (default from the file extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Runtime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema the input object must satisfy before anything runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
+    /// JSON Schema `output_data` must satisfy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    #[serde(default)]
+    pub limits: LimitRequest,
+    #[serde(default)]
+    pub permissions: Permissions,
+}
+
+impl Component {
+    /// The runtime that executes it: declared, or implied by type and extension.
+    pub fn effective_runtime(&self) -> Option<Runtime> {
+        if let Some(runtime) = self.runtime {
+            return Some(runtime);
+        }
+        match self.kind {
+            ComponentType::Wasm => Some(Runtime::Wasi),
+            ComponentType::Script if self.path.ends_with(".py") => Some(Runtime::Python),
+            ComponentType::Script if self.path.ends_with(".sh") => Some(Runtime::Bash),
+            _ => None,
+        }
+    }
+}
+
+/// Limits a component asks for; each unset one takes the host's default, and
+/// the host's bounds cap them all.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LimitRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<u64>,
+    /// WebAssembly work budget (roughly one unit per instruction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuel: Option<u64>,
+    /// Bytes of stdout and of stderr kept (each); the rest is counted and dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_bytes: Option<u64>,
+}
+
+/// What a component may touch. Everything not declared is denied.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Permissions {
+    /// Skill-relative directories the component may read (or write, into a
+    /// per-execution copy).
+    #[serde(default)]
+    pub filesystem: Vec<FsPermission>,
+    /// Names of configuration values the host may pass (as environment
+    /// variables, and through `config-get`).
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Hosts the component may reach. Network access is not granted yet:
+    /// a component that declares hosts is refused.
+    #[serde(default)]
+    pub network: Vec<String>,
+}
+
+/// One skill-relative directory and how it may be used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FsPermission {
+    pub path: String,
+    #[serde(default)]
+    pub access: Access,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    #[default]
+    Read,
+    Write,
+}
+
+/// Parse `skill.yaml` text. `Err` is a message naming what is wrong.
+pub fn parse_manifest(text: &str) -> Result<Manifest, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.trim().is_empty() {
+        return Ok(Manifest::default());
+    }
+    let manifest: Manifest =
+        serde_yaml::from_str(text).map_err(|e| format!("skill.yaml is invalid: {e}"))?;
+    check(&manifest)?;
+    Ok(manifest)
+}
+
+/// Rules serde cannot express: unique names, safe paths, known runtimes.
+fn check(manifest: &Manifest) -> Result<(), String> {
+    let mut names = BTreeSet::new();
+    for component in &manifest.components {
+        let name = &component.name;
+        if name.trim().is_empty() {
+            return Err("skill.yaml: a component has an empty name".into());
+        }
+        if !names.insert(name.as_str()) {
+            return Err(format!("skill.yaml: component `{name}` is declared twice"));
+        }
+        fsguard::normalize_relative(&component.path)
+            .map_err(|e| format!("skill.yaml: component `{name}`: path: {}", e.message))?;
+        for permission in &component.permissions.filesystem {
+            fsguard::normalize_relative(&permission.path).map_err(|e| {
+                format!(
+                    "skill.yaml: component `{name}`: filesystem permission: {}",
+                    e.message
+                )
+            })?;
+        }
+        if component.kind.is_executable() && component.effective_runtime().is_none() {
+            return Err(format!(
+                "skill.yaml: component `{name}` is a script but its runtime is unknown; set `runtime: python` or `runtime: bash`"
+            ));
+        }
+        if let (ComponentType::Wasm, Some(runtime)) = (component.kind, component.runtime)
+            && runtime != Runtime::Wasi
+        {
+            return Err(format!(
+                "skill.yaml: component `{name}` is `wasm` but declares runtime `{runtime:?}`; wasm components run on `wasi`"
+            ));
+        }
+        for (label, schema) in [
+            ("input_schema", &component.input_schema),
+            ("output_schema", &component.output_schema),
+        ] {
+            if let Some(schema) = schema
+                && !(schema.is_object() || schema.is_boolean())
+            {
+                return Err(format!(
+                    "skill.yaml: component `{name}`: {label} must be a JSON Schema object"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Components implied by the files of a skill without a manifest: every
+/// `components/**/*.wasm`, named after its file stem.
+pub fn implied_components<'a>(files: impl Iterator<Item = &'a str>) -> Vec<Component> {
+    let mut out: Vec<Component> = Vec::new();
+    for path in files {
+        if !(path.starts_with("components/") && path.ends_with(".wasm")) {
+            continue;
+        }
+        let stem = path
+            .rsplit('/')
+            .next()
+            .and_then(|f| f.strip_suffix(".wasm"))
+            .unwrap_or(path);
+        // Two files with one stem (components/a/x.wasm, components/b/x.wasm)
+        // are told apart by their path.
+        let name = if out.iter().any(|c| c.name == stem) {
+            path.trim_start_matches("components/")
+                .trim_end_matches(".wasm")
+                .to_string()
+        } else {
+            stem.to_string()
+        };
+        out.push(Component {
+            name,
+            kind: ComponentType::Wasm,
+            path: path.to_string(),
+            runtime: Some(Runtime::Wasi),
+            description: None,
+            input_schema: None,
+            output_schema: None,
+            limits: LimitRequest::default(),
+            permissions: Permissions::default(),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: &str = r#"
+version: 1.0.0
+components:
+  - name: word-count          # unique within the skill
+    type: wasm                # wasm | script | reference | example | template | document | artifact
+    path: components/word_count.wasm
+    description: Count words in a text
+    input_schema: { type: object, properties: { text: { type: string } }, required: [text] }
+    output_schema: { type: object }
+    limits: { timeout_ms: 5000, memory_mb: 64, fuel: 1000000000, max_output_bytes: 1048576 }
+    permissions:
+      filesystem: [ { path: data, access: read } ]   # skill-relative; read | write
+      env: [ API_KEY ]                                # names passed from the host's config
+      network: []                                     # hosts; empty = none
+"#;
+
+    #[test]
+    fn the_documented_example_parses() {
+        let manifest = parse_manifest(EXAMPLE).unwrap();
+        assert_eq!(manifest.version.as_deref(), Some("1.0.0"));
+        let c = &manifest.components[0];
+        assert_eq!(
+            (c.name.as_str(), c.kind),
+            ("word-count", ComponentType::Wasm)
+        );
+        assert_eq!(c.effective_runtime(), Some(Runtime::Wasi));
+        assert_eq!(c.limits.fuel, Some(1_000_000_000));
+        assert_eq!(c.permissions.filesystem[0].access, Access::Read);
+        assert_eq!(c.permissions.env, ["API_KEY"]);
+        assert_eq!(c.input_schema.as_ref().unwrap()["required"][0], "text");
+    }
+
+    #[test]
+    fn minimal_component_takes_defaults() {
+        let m = parse_manifest("components:\n  - {name: a, type: script, path: scripts/a.py}\n")
+            .unwrap();
+        assert_eq!(m.components[0].effective_runtime(), Some(Runtime::Python));
+        assert_eq!(m.components[0].limits, LimitRequest::default());
+        assert!(parse_manifest("").unwrap().components.is_empty());
+    }
+
+    #[test]
+    fn mistakes_are_reported() {
+        for (text, why) in [
+            (
+                "components:\n  - {name: a, type: wasm, path: a.wasm, colour: red}\n",
+                "unknown field `colour`",
+            ),
+            (
+                "components:\n  - {name: a, type: binary, path: a}\n",
+                "unknown variant `binary`",
+            ),
+            (
+                "components:\n  - {name: a, type: wasm, path: a.wasm}\n  - {name: a, type: wasm, path: b.wasm}\n",
+                "declared twice",
+            ),
+            (
+                "components:\n  - {name: a, type: wasm, path: ../a.wasm}\n",
+                "contains `..`",
+            ),
+            (
+                "components:\n  - {name: a, type: wasm, path: a.wasm, permissions: {filesystem: [{path: /etc}]}}\n",
+                "absolute",
+            ),
+            (
+                "components:\n  - {name: a, type: script, path: a.rb}\n",
+                "runtime is unknown",
+            ),
+            (
+                "components:\n  - {name: a, type: wasm, path: a.wasm, runtime: python}\n",
+                "run on `wasi`",
+            ),
+            (
+                "components:\n  - {name: a, type: wasm, path: a.wasm, input_schema: 3}\n",
+                "JSON Schema object",
+            ),
+            ("components: [\n", "skill.yaml is invalid"),
+        ] {
+            let err = parse_manifest(text).unwrap_err();
+            assert!(err.contains(why), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn wasm_files_under_components_are_implied() {
+        let files = [
+            "components/echo.wasm",
+            "components/x/echo.wasm",
+            "scripts/a.py",
+            "lib.wasm",
+        ];
+        let implied = implied_components(files.into_iter());
+        let names: Vec<&str> = implied.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["echo", "x/echo"]);
+        assert_eq!(implied[1].path, "components/x/echo.wasm");
+    }
+}
