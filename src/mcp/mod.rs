@@ -75,12 +75,11 @@ fn progress_sink(context: &RequestContext<RoleServer>) -> Option<ProgressFn> {
         let mut param = ProgressNotificationParam::new(token.clone(), done as f64);
         param.total = total.map(|t| t as f64);
         param.message = message;
-        let peer = peer.clone();
-        runtime.spawn(async move {
-            if let Err(error) = peer.notify_progress(param).await {
-                tracing::debug!(%error, "progress notification not delivered");
-            }
-        });
+        // Called on the run's blocking thread: waiting here keeps the
+        // notifications in order and ahead of the response.
+        if let Err(error) = runtime.block_on(peer.notify_progress(param)) {
+            tracing::debug!(%error, "progress notification not delivered");
+        }
     }))
 }
 

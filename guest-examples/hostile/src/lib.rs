@@ -1,1 +1,0 @@
-//! Shared by the hostile guests: nothing; each binary is one misbehaviour.
