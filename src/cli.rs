@@ -366,6 +366,13 @@ fn serve(config: HostConfig) -> i32 {
     for warning in &list.warnings {
         tracing::warn!("{warning}");
     }
+    let warm = Arc::clone(&host);
+    if let Err(error) = std::thread::Builder::new()
+        .name("skillhost-warm-up".into())
+        .spawn(move || warm.warm_up())
+    {
+        tracing::warn!(%error, "cannot warm up the component runtime; the first run will");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

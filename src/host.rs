@@ -99,6 +99,12 @@ impl Host {
         self.executor.run(skill, request, context)
     }
 
+    /// Start the component runtimes now rather than at the first run
+    /// (servers call this at start-up, off the request path).
+    pub fn warm_up(&self) {
+        self.executor.warm_up();
+    }
+
     /// `validate`: check the skill directory at `dir` (not necessarily in a source).
     pub fn validate(&self, dir: &std::path::Path) -> crate::validate::Report {
         crate::validate::validate(

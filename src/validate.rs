@@ -133,11 +133,12 @@ fn check_component(
         }
     }
     for permission in &component.permissions.filesystem {
-        let target = dir.join(&permission.path);
-        if !target.is_dir() {
+        let checked = fsguard::normalize_relative(&permission.path)
+            .and_then(|rel| crate::exec::files::resolve_inside(dir, &rel));
+        if let Err(problem) = checked {
             report.errors.push(format!(
-                "component `{name}`: declared directory `{}` does not exist (filesystem permissions name directories)",
-                permission.path
+                "component `{name}`: filesystem permission `{}`: {} (filesystem permissions name directories inside the skill)",
+                permission.path, problem.message
             ));
         }
     }

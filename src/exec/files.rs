@@ -41,7 +41,7 @@ pub(crate) fn prepare(
     let mut mounts = Vec::new();
     let mut scratch: Option<tempfile::TempDir> = None;
     let mut budget = max_scratch_bytes;
-    for permission in permissions {
+    for (index, permission) in permissions.iter().enumerate() {
         let rel = fsguard::normalize_relative(&permission.path)?;
         let host = resolve_inside(skill_dir, &rel)?;
         let write = permission.access == Access::Write;
@@ -58,7 +58,7 @@ pub(crate) fn prepare(
                     path
                 }
             };
-            let copy = root.join(rel.replace('/', "__"));
+            let copy = root.join(index.to_string());
             let mut entries = 0;
             copy_tree(&host, &copy, &mut budget, &mut entries)?;
             copy
@@ -79,7 +79,7 @@ pub(crate) fn prepare(
 
 /// The real path of the skill-relative directory `rel`, refused when it
 /// leads outside the skill or is not a directory.
-fn resolve_inside(skill_dir: &Path, rel: &str) -> Result<PathBuf, HostError> {
+pub(crate) fn resolve_inside(skill_dir: &Path, rel: &str) -> Result<PathBuf, HostError> {
     let dir = Dir::open_ambient_dir(skill_dir, ambient_authority())
         .map_err(|e| io_error("cannot open the skill directory", e))?;
     match dir.open_dir(rel) {

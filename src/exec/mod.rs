@@ -2,7 +2,7 @@
 //! runtime for the component's kind, output checks, and the envelope.
 
 pub mod envelope;
-mod files;
+pub(crate) mod files;
 mod schema;
 mod wasm;
 
@@ -61,6 +61,14 @@ impl Executor {
         let runtime = self.wasm()?;
         let prepared = runtime.prepare(&dir.join(rel), file)?;
         Ok(WasmRuntime::world_name(&prepared))
+    }
+
+    /// Start the WebAssembly runtime now (engine, pools, linker) so the first
+    /// run does not pay for it; failures are reported by the runs.
+    pub(crate) fn warm_up(&self) {
+        if let Err(error) = self.wasm() {
+            tracing::warn!("{error}");
+        }
     }
 
     fn wasm(&self) -> Result<&WasmRuntime, HostError> {

@@ -6,6 +6,7 @@
 pub mod cli_json;
 pub mod guests;
 pub mod lib_host;
+pub mod skills;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -29,6 +29,8 @@ use crate::error::{ErrorKind, HostError};
 /// How often the epoch advances while runs are active; the deadline and
 /// cancellation are checked at each tick.
 const TICK: Duration = Duration::from_millis(5);
+/// How often a run waiting for a slot checks for cancellation.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
 /// How often it advances while idle.
 const IDLE_TICK: Duration = Duration::from_millis(100);
 
@@ -127,17 +129,26 @@ impl WasmRuntime {
     pub(crate) fn run(&self, prepared: &Prepared, job: Job) -> Outcome {
         let started = Instant::now();
         let deadline = started + job.timeout;
-        let Some(_slot) = self.slots.acquire(deadline) else {
-            return Outcome {
-                error: Some((
-                    ErrorKind::ResourceExhausted,
-                    format!(
-                        "{} runs were already executing until the deadline; try again later",
-                        self.exec.max_concurrent_runs
-                    ),
-                )),
-                ..Outcome::default()
-            };
+        let _slot = match self.slots.acquire(deadline, job.cancel.as_deref()) {
+            Ok(slot) => slot,
+            Err(Stop::Cancelled) => {
+                return Outcome {
+                    error: Some((ErrorKind::Cancelled, "the request was cancelled".into())),
+                    ..Outcome::default()
+                };
+            }
+            Err(_) => {
+                return Outcome {
+                    error: Some((
+                        ErrorKind::ResourceExhausted,
+                        format!(
+                            "{} runs were already executing until the deadline; try again later",
+                            self.exec.max_concurrent_runs
+                        ),
+                    )),
+                    ..Outcome::default()
+                };
+            }
         };
         let _active = self.active.enter();
         let cap = job.max_output_bytes as usize;
@@ -476,18 +487,28 @@ impl Slots {
         }
     }
 
-    fn acquire(&self, deadline: Instant) -> Option<SlotGuard<'_>> {
+    /// Wait for a free slot until `deadline`, giving up early when `cancel` is set.
+    fn acquire(
+        &self,
+        deadline: Instant,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<SlotGuard<'_>, Stop> {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         while *free == 0 {
-            let wait = deadline.checked_duration_since(Instant::now())?;
+            if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                return Err(Stop::Cancelled);
+            }
+            let left = deadline
+                .checked_duration_since(Instant::now())
+                .ok_or(Stop::Deadline)?;
             free = self
                 .freed
-                .wait_timeout(free, wait)
+                .wait_timeout(free, left.min(CANCEL_POLL))
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
         *free -= 1;
-        Some(SlotGuard(self))
+        Ok(SlotGuard(self))
     }
 }
 
