@@ -11,6 +11,7 @@ use cap_std::fs::Dir;
 
 use crate::config::Limits;
 use crate::registry::ENTRY_FILE;
+use crate::skill::manifest::MANIFEST_FILE;
 
 /// Names inside a skill that are never listed as related files.
 const IGNORED_NAMES: &[&str] = &["__pycache__", "node_modules"];
@@ -61,12 +62,20 @@ pub struct Listing {
     followed_symlinks: bool,
     /// Some directory could not be read or the entry budget ran out.
     incomplete: bool,
+    /// The skill directory has an entry named `skill.yaml`.
+    manifest_entry: bool,
 }
 
 impl Listing {
     /// The directories walked, the skill directory first.
     pub(crate) fn dirs(&self) -> impl Iterator<Item = &Path> {
         self.dir_stamps.iter().map(|(dir, _)| dir.as_path())
+    }
+
+    /// Whether a `skill.yaml` may exist: seen at the top of the skill, or
+    /// the walk was incomplete.
+    pub(crate) fn has_manifest(&self) -> bool {
+        self.manifest_entry || self.incomplete
     }
 
     /// True when watching [`Listing::dirs`] catches every change to it.
@@ -188,6 +197,9 @@ impl Walk<'_> {
             let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
                 continue;
             };
+            if rel.is_empty() && name == MANIFEST_FILE {
+                self.listing.manifest_entry = true;
+            }
             if name.starts_with('.') || IGNORED_NAMES.contains(&name.as_str()) {
                 continue;
             }

@@ -264,8 +264,6 @@ struct Found<'a> {
     dir_meta: &'a fs::Metadata,
     entry_path: PathBuf,
     parsed: Arc<ParsedSkillMd>,
-    manifest: Option<Result<Arc<Manifest>, String>>,
-    content_digest: [u8; 32],
 }
 
 /// The state of one full scan.
@@ -361,9 +359,7 @@ impl ScanRun<'_> {
 
         let md_stamp = Stamp::of(&md_meta);
         let limit = self.registry.limits.max_skill_md_bytes;
-        let previous = old.remove(&skill_dir);
-        let manifest_meta = self.manifest_metadata(&skill_dir);
-        let mut cached = match previous {
+        let mut cached = match old.remove(&skill_dir) {
             Some(hit) if hit.md_stamp == md_stamp => hit,
             previous => CachedSkill {
                 md_stamp,
@@ -372,35 +368,16 @@ impl ScanRun<'_> {
                 listing: previous.and_then(|p| p.listing),
             },
         };
-        cached.manifest = match (manifest_meta, cached.manifest.take()) {
-            (None, _) => None,
-            (Some(meta), Some((stamp, loaded))) if stamp == Stamp::of(&meta) => {
-                Some((stamp, loaded))
-            }
-            (Some(meta), _) => Some((
-                Stamp::of(&meta),
-                load_manifest(&skill_dir.join(MANIFEST_FILE), &meta, limit),
-            )),
-        };
         match &cached.entry.result {
             Err(reason) => self.skip(&skill_dir, reason.clone()),
             Ok(parsed) => {
-                let mut hasher = Sha256::new();
-                hasher.update(cached.entry.digest);
-                if let Some((_, manifest)) = &cached.manifest {
-                    hasher.update(manifest.digest);
-                }
                 let found = Found {
                     skill_dir: &skill_dir,
                     dir_meta: &dir_meta,
                     entry_path,
                     parsed: Arc::clone(parsed),
-                    manifest: cached.manifest.as_ref().map(|(_, m)| m.result.clone()),
-                    content_digest: hasher.finalize().into(),
                 };
-                if let Some(listing) = self.accept(source, found, cached.listing.take()) {
-                    cached.listing = Some(listing);
-                }
+                self.accept(source, found, &mut cached);
             }
         }
         cache.insert(skill_dir, cached);
@@ -450,19 +427,12 @@ impl ScanRun<'_> {
 
     /// Add a parsed skill unless a higher-priority one has its name or the
     /// skills limit is reached. Returns the listing to cache.
-    fn accept(
-        &mut self,
-        source: &SourceDir,
-        found: Found<'_>,
-        cached_listing: Option<Arc<Listing>>,
-    ) -> Option<Arc<Listing>> {
+    fn accept(&mut self, source: &SourceDir, found: Found<'_>, cached: &mut CachedSkill) {
         let Found {
             skill_dir,
             dir_meta,
             entry_path,
             parsed,
-            manifest,
-            content_digest,
         } = found;
         if let Some(&winner) = self.by_name.get(&parsed.name) {
             let winner = &self.scan.skills[winner];
@@ -485,7 +455,7 @@ impl ScanRun<'_> {
                 )
             };
             self.scan.warnings.push(warning);
-            return cached_listing;
+            return;
         }
         let limits = &self.registry.limits;
         if self.scan.skills.len() >= limits.max_skills {
@@ -497,9 +467,9 @@ impl ScanRun<'_> {
                     limits.max_skills
                 ));
             }
-            return cached_listing;
+            return;
         }
-        let listing = match cached_listing {
+        let listing = match cached.listing.take() {
             Some(listing) if listing.is_current(dir_meta) => listing,
             _ => Arc::new(walk_skill(
                 skill_dir,
@@ -514,6 +484,28 @@ impl ScanRun<'_> {
         self.deps
             .dirs
             .extend(listing.dirs().skip(1).map(Path::to_path_buf));
+        // Only a skill whose directory holds a skill.yaml pays for its stat.
+        let manifest_meta = if listing.has_manifest() {
+            self.manifest_metadata(skill_dir)
+        } else {
+            None
+        };
+        let limit = limits.max_skill_md_bytes;
+        cached.manifest = match (manifest_meta, cached.manifest.take()) {
+            (None, _) => None,
+            (Some(meta), Some((stamp, loaded))) if stamp == Stamp::of(&meta) => {
+                Some((stamp, loaded))
+            }
+            (Some(meta), _) => Some((
+                Stamp::of(&meta),
+                load_manifest(&skill_dir.join(MANIFEST_FILE), &meta, limit),
+            )),
+        };
+        let mut hasher = Sha256::new();
+        hasher.update(cached.entry.digest);
+        if let Some((_, manifest)) = &cached.manifest {
+            hasher.update(manifest.digest);
+        }
         self.by_name
             .insert(parsed.name.clone(), self.scan.skills.len());
         self.scan.skills.push(Skill {
@@ -524,10 +516,10 @@ impl ScanRun<'_> {
             entry_path,
             parsed,
             listing: Arc::clone(&listing),
-            manifest,
-            content_digest,
+            manifest: cached.manifest.as_ref().map(|(_, m)| m.result.clone()),
+            content_digest: hasher.finalize().into(),
         });
-        Some(listing)
+        cached.listing = Some(listing);
     }
 
     fn skip(&mut self, skill_dir: &Path, reason: String) {
