@@ -51,6 +51,7 @@ pub struct RunRequest {
     pub component: String,
     /// The input JSON object, checked against the component's input_schema (default `{}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Map<String, Value>>")]
     pub input: Option<Value>,
     /// Insist on this revision (the `revision_id` of an earlier run); fails with REVISION_NOT_FOUND when the skill changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

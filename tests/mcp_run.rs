@@ -114,6 +114,15 @@ async fn runs_return_envelopes_matching_the_output_schema() {
         .expect("skill_run listed");
     let input = serde_json::to_value(&*tool.input_schema).unwrap();
     assert_eq!(input["required"], json!(["name", "component"]));
+    assert!(
+        input["properties"]["input"]["type"]
+            .to_string()
+            .contains("object"),
+        "{input}"
+    );
+    // Some clients send the input object as a JSON string.
+    let stringly = run(&client, "word-count", json!("{\"text\": \"a b\"}")).await;
+    assert_eq!(envelope(&stringly, tool)["output_data"]["words"], 2);
 
     let ok = run(&client, "word-count", json!({"text": "a b a"})).await;
     assert_eq!(ok.is_error, Some(false));

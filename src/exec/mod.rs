@@ -87,10 +87,15 @@ impl Executor {
         request: &RunRequest,
         context: &RunContext,
     ) -> Result<Envelope, HostError> {
-        let input = request
-            .input
-            .clone()
-            .unwrap_or_else(|| Value::Object(Default::default()));
+        let input = match request.input.clone() {
+            None => Value::Object(Default::default()),
+            // Some clients send the object as a JSON string; accept that form.
+            Some(Value::String(text)) => match serde_json::from_str::<Value>(&text) {
+                Ok(parsed) if parsed.is_object() => parsed,
+                _ => Value::String(text),
+            },
+            Some(input) => input,
+        };
         if !input.is_object() {
             return Err(HostError::new(
                 ErrorKind::InvalidInput,
