@@ -151,6 +151,16 @@ struct HostArgs {
     /// Runs executing at once; more wait until their deadline.
     #[arg(long, default_value_t = ExecConfig::default().max_concurrent_runs)]
     max_concurrent_runs: u32,
+    /// The bubblewrap binary for script components (default: /usr/bin/bwrap or PATH).
+    #[arg(long, value_name = "PATH")]
+    bwrap: Option<PathBuf>,
+    /// UNSAFE: run scripts without any sandbox when bubblewrap is unusable.
+    /// Every such run is logged and reported in its envelope (`sandbox: "none"`).
+    #[arg(long)]
+    unsafe_allow_unsandboxed_scripts: bool,
+    /// How long files that scripts leave behind are kept under the state dir (0: not kept).
+    #[arg(long, default_value_t = ExecConfig::default().artifact_retention_secs)]
+    artifact_retention_seconds: u64,
 }
 
 impl HostArgs {
@@ -182,6 +192,9 @@ impl HostArgs {
         config.exec.default_memory_mb =
             config.exec.default_memory_mb.min(config.exec.max_memory_mb);
         config.exec.max_concurrent_runs = self.max_concurrent_runs.max(1);
+        config.exec.bwrap_path = self.bwrap.clone();
+        config.exec.allow_unsandboxed_scripts = self.unsafe_allow_unsandboxed_scripts;
+        config.exec.artifact_retention_secs = self.artifact_retention_seconds;
         for entry in &self.env {
             match entry.split_once('=') {
                 Some((key, value)) => {

@@ -95,6 +95,13 @@ pub struct ExecConfig {
     /// Values the operator provides for the `env` keys components declare.
     /// A component receives only keys it declared that are present here.
     pub env: BTreeMap<String, String>,
+    /// bubblewrap to use; found in the usual places when `None`.
+    pub bwrap_path: Option<PathBuf>,
+    /// Run scripts without a sandbox when bubblewrap is unusable. Unsafe;
+    /// off by default, logged on every use, reported in the envelope.
+    pub allow_unsandboxed_scripts: bool,
+    /// How long files scripts leave behind are kept under the state dir (0: not kept).
+    pub artifact_retention_secs: u64,
 }
 
 impl Default for ExecConfig {
@@ -112,6 +119,9 @@ impl Default for ExecConfig {
             max_concurrent_runs: 16,
             max_scratch_bytes: 64 * 1024 * 1024,
             env: BTreeMap::new(),
+            bwrap_path: None,
+            allow_unsandboxed_scripts: false,
+            artifact_retention_secs: 3600,
         }
     }
 }

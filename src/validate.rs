@@ -114,9 +114,11 @@ fn check_component(
                 Ok(name) => world = Some(name.to_string()),
                 Err(problem) => error(problem.message),
             },
-            Some(Runtime::Python | Runtime::Bash) => report.warnings.push(format!(
-                "component `{name}`: script components run only in the bubblewrap sandbox, which this host does not provide yet"
-            )),
+            Some(runtime @ (Runtime::Python | Runtime::Bash)) => {
+                if let Err(problem) = executor.check_script_runtime(runtime) {
+                    report.errors.push(format!("component `{name}`: {problem}"));
+                }
+            }
             None => {}
         },
     }

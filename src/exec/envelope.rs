@@ -46,6 +46,9 @@ pub struct Execution {
     /// The component's file, relative to the skill directory.
     pub component_path: String,
     pub runtime: Runtime,
+    /// What isolated the run: `wasmtime`, `bubblewrap`, or `none` (only when the
+    /// operator allowed unsandboxed scripts and no sandbox was usable).
+    pub sandbox: SandboxKind,
     pub status: Status,
     /// The process exit code: WASI `exit(n)`, 0 when `run` returned normally;
     /// `null` when the component never finished (trap, timeout, limit).
@@ -71,6 +74,32 @@ pub struct Execution {
     pub error_message: Option<String>,
     /// The limits that applied to this run.
     pub limits: AppliedLimits,
+    /// Files a script left in its scratch directory (`HOME`, `/work`), bounded.
+    pub artifacts: Vec<Artifact>,
+}
+
+/// How a run was isolated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxKind {
+    Wasmtime,
+    Bubblewrap,
+    /// No sandbox: the operator passed `--unsafe-allow-unsandboxed-scripts`.
+    None,
+}
+
+/// A file a script left behind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Artifact {
+    /// Path relative to the scratch directory.
+    pub path: String,
+    pub size: u64,
+    /// `sha256:` and 64 hex digits.
+    pub sha256: String,
+    /// The text, for small UTF-8 files.
+    pub content: Option<String>,
+    /// Where the host keeps it until the retention period ends, when it does.
+    pub kept_at: Option<String>,
 }
 
 /// Effective limits of one run, after defaults and the host's bounds.

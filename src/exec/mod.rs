@@ -3,7 +3,10 @@
 
 pub mod envelope;
 pub(crate) mod files;
+mod outcome;
 mod schema;
+mod script;
+mod slots;
 mod wasm;
 
 use std::sync::atomic::AtomicBool;
@@ -13,9 +16,14 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-pub use self::envelope::{AppliedLimits, Envelope, EnvelopeKind, Execution, Status};
+pub use self::envelope::{
+    AppliedLimits, Artifact, Envelope, EnvelopeKind, Execution, SandboxKind, Status,
+};
+use self::outcome::Outcome;
 use self::schema::{SchemaCache, SchemaError, Which};
-use self::wasm::{Job, Preopen, WasmRuntime};
+use self::script::{ScriptJob, ScriptRuntime};
+use self::slots::{NoSlot, Slots};
+use self::wasm::{Job, Preopen, PreparedComponent, WasmRuntime};
 use crate::api::RunRequest;
 use crate::config::{ExecConfig, HostConfig};
 use crate::error::{ErrorKind, HostError};
@@ -39,12 +47,16 @@ pub struct RunContext {
 pub(crate) struct Executor {
     config: HostConfig,
     wasm: OnceLock<Result<WasmRuntime, HostError>>,
+    scripts: ScriptRuntime,
     schemas: SchemaCache,
+    slots: Slots,
 }
 
 impl Executor {
     pub(crate) fn new(config: HostConfig) -> Self {
         Executor {
+            scripts: ScriptRuntime::new(&config),
+            slots: Slots::new(config.exec.max_concurrent_runs as usize),
             config,
             wasm: OnceLock::new(),
             schemas: SchemaCache::default(),
@@ -61,6 +73,12 @@ impl Executor {
         let runtime = self.wasm()?;
         let prepared = runtime.prepare(&dir.join(rel), file)?;
         Ok(WasmRuntime::world_name(&prepared))
+    }
+
+    /// Whether scripts of `runtime` can run here: the interpreter exists and
+    /// a sandbox is usable (or unsandboxed runs were explicitly allowed).
+    pub(crate) fn check_script_runtime(&self, runtime: Runtime) -> Result<(), String> {
+        self.scripts.check(runtime)
     }
 
     /// Start the WebAssembly runtime now (engine, pools, linker) so the first
@@ -87,44 +105,9 @@ impl Executor {
         request: &RunRequest,
         context: &RunContext,
     ) -> Result<Envelope, HostError> {
-        let input = match request.input.clone() {
-            None => Value::Object(Default::default()),
-            // Some clients send the object as a JSON string; accept that form.
-            Some(Value::String(text)) => match serde_json::from_str::<Value>(&text) {
-                Ok(parsed) if parsed.is_object() => parsed,
-                _ => Value::String(text),
-            },
-            Some(input) => input,
-        };
-        if !input.is_object() {
-            return Err(HostError::new(
-                ErrorKind::InvalidInput,
-                "`input` must be a JSON object",
-            ));
-        }
+        let input = parse_input(request)?;
         let component = find_component(skill, &request.component)?;
-        let runtime = component.effective_runtime();
-        match runtime {
-            Some(Runtime::Wasi) => {}
-            Some(Runtime::Python | Runtime::Bash) => {
-                return Err(HostError::new(
-                    ErrorKind::SandboxUnavailable,
-                    format!(
-                        "`{}` is a script component; scripts run only in the bubblewrap sandbox, which this host does not provide yet",
-                        component.name
-                    ),
-                ));
-            }
-            None => {
-                return Err(HostError::new(
-                    ErrorKind::InvalidComponentType,
-                    format!(
-                        "`{}` is a {:?} component, not something that runs; skill_read it instead",
-                        component.name, component.kind
-                    ),
-                ));
-            }
-        }
+        let runtime = executable_runtime(&component)?;
         if !component.permissions.network.is_empty() {
             return Err(HostError::new(
                 ErrorKind::AccessDenied,
@@ -135,7 +118,12 @@ impl Executor {
                 ),
             ));
         }
-        let limits = resolve_limits(&component, request.timeout_seconds, &self.config.exec)?;
+        let limits = resolve_limits(
+            &component,
+            runtime,
+            request.timeout_seconds,
+            &self.config.exec,
+        )?;
         if let Some(schema) = &component.input_schema {
             self.check_schema(skill, &component, Which::Input, schema, &input)
                 .map_err(|e| match e {
@@ -154,11 +142,16 @@ impl Executor {
 
         let rel = fsguard::normalize_relative(&component.path)?;
         let file = fsguard::open_in_skill(&skill.skill_dir, &rel)?;
-        let runtime = self.wasm()?;
-        let prepared = runtime.prepare(&skill.skill_dir.join(&rel), file)?;
+        let code = match runtime {
+            Runtime::Wasi => {
+                let prepared = self.wasm()?.prepare(&skill.skill_dir.join(&rel), file)?;
+                Code::Wasm(prepared)
+            }
+            Runtime::Python | Runtime::Bash => Code::Script(script_digest(file, &rel)?),
+        };
         let mut hasher = Sha256::new();
         hasher.update(skill.content_digest);
-        hasher.update(prepared.digest);
+        hasher.update(code.digest());
         let revision_id = format!("sha256:{}", hex(&hasher.finalize()));
         if let Some(wanted) = &request.revision
             && *wanted != revision_id
@@ -193,27 +186,73 @@ impl Executor {
         let label = format!("{}/{}", skill.name, component.name);
         let started_at = SystemTime::now();
         let started = Instant::now();
-        let job = Job {
-            input: input.to_string(),
-            timeout: Duration::from_millis(limits.timeout_ms),
-            memory_bytes: limits.memory_bytes,
-            fuel: limits.fuel.unwrap_or(u64::MAX),
-            max_output_bytes: limits.max_output_bytes,
-            env,
-            preopens: run_files
-                .mounts
-                .iter()
-                .map(|m| Preopen {
-                    host: m.host.clone(),
-                    guest: m.guest.clone(),
-                    write: m.write,
-                })
-                .collect(),
-            cancel: context.cancel.clone(),
-            progress: context.progress.clone(),
-            label: label.clone(),
+        let timeout = Duration::from_millis(limits.timeout_ms);
+        let sandbox_kind = match &code {
+            Code::Wasm(_) => SandboxKind::Wasmtime,
+            Code::Script(_) => SandboxKind::Bubblewrap,
         };
-        let outcome = runtime.run(&prepared, job);
+        let (outcome, sandbox) = match self
+            .slots
+            .acquire(started + timeout, context.cancel.as_deref())
+        {
+            Err(NoSlot::Cancelled) => (
+                Outcome::failed(ErrorKind::Cancelled, "the request was cancelled"),
+                sandbox_kind,
+            ),
+            Err(NoSlot::Deadline) => (
+                Outcome::failed(
+                    ErrorKind::ResourceExhausted,
+                    format!(
+                        "{} runs were already executing until the deadline; try again later",
+                        self.config.exec.max_concurrent_runs
+                    ),
+                ),
+                sandbox_kind,
+            ),
+            Ok(_slot) => match &code {
+                Code::Wasm(prepared) => {
+                    let job = Job {
+                        input: input.to_string(),
+                        timeout: timeout.saturating_sub(started.elapsed()),
+                        memory_bytes: limits.memory_bytes,
+                        fuel: limits.fuel.unwrap_or(u64::MAX),
+                        max_output_bytes: limits.max_output_bytes,
+                        env,
+                        preopens: run_files
+                            .mounts
+                            .iter()
+                            .map(|m| Preopen {
+                                host: m.host.clone(),
+                                guest: m.guest.clone(),
+                                write: m.write,
+                            })
+                            .collect(),
+                        cancel: context.cancel.clone(),
+                        progress: context.progress.clone(),
+                        label: label.clone(),
+                    };
+                    (self.wasm()?.run(prepared, job), SandboxKind::Wasmtime)
+                }
+                Code::Script(_) => self.scripts.run(&ScriptJob {
+                    skill_dir: skill.skill_dir.clone(),
+                    script: rel.clone(),
+                    runtime,
+                    input: input.to_string(),
+                    timeout: timeout.saturating_sub(started.elapsed()),
+                    memory_bytes: limits.memory_bytes,
+                    max_output_bytes: limits.max_output_bytes,
+                    env,
+                    writable: run_files
+                        .mounts
+                        .iter()
+                        .filter(|m| m.write)
+                        .map(|m| (m.host.clone(), m.guest.clone()))
+                        .collect(),
+                    cancel: context.cancel.clone(),
+                    execution_id: execution_id.clone(),
+                }),
+            },
+        };
         let duration = started.elapsed();
         drop(run_files);
 
@@ -275,7 +314,8 @@ impl Executor {
                 revision_id,
                 component: component.name.clone(),
                 component_path: rel,
-                runtime: Runtime::Wasi,
+                runtime,
+                sandbox,
                 status,
                 exit_code: outcome.exit_code,
                 stdout: String::from_utf8_lossy(&outcome.stdout).into_owned(),
@@ -286,12 +326,13 @@ impl Executor {
                 duration_ms: millis(duration),
                 memory_peak_bytes: outcome.memory_peak_bytes,
                 cpu_time_ms: millis(outcome.cpu_time),
-                fuel_consumed: Some(outcome.fuel_consumed),
+                fuel_consumed: outcome.fuel_consumed,
                 started_at: humantime::format_rfc3339_millis(started_at).to_string(),
                 finished_at: humantime::format_rfc3339_millis(started_at + duration).to_string(),
                 error_kind,
                 error_message,
                 limits,
+                artifacts: outcome.artifacts,
             },
         })
     }
@@ -312,6 +353,74 @@ impl Executor {
             instance,
         )
     }
+}
+
+/// The code a run executes.
+enum Code {
+    Wasm(Arc<PreparedComponent>),
+    /// A script, by the sha256 of its bytes.
+    Script([u8; 32]),
+}
+
+impl Code {
+    fn digest(&self) -> [u8; 32] {
+        match self {
+            Code::Wasm(prepared) => prepared.digest,
+            Code::Script(digest) => *digest,
+        }
+    }
+}
+
+/// Largest script that is run.
+const MAX_SCRIPT_BYTES: u64 = 16 * 1024 * 1024;
+
+fn script_digest(file: std::fs::File, rel: &str) -> Result<[u8; 32], HostError> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    file.take(MAX_SCRIPT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| HostError::new(ErrorKind::IoError, format!("`{rel}` cannot be read: {e}")))?;
+    if bytes.len() as u64 > MAX_SCRIPT_BYTES {
+        return Err(HostError::new(
+            ErrorKind::ResourceExhausted,
+            format!("`{rel}` is larger than {MAX_SCRIPT_BYTES} bytes"),
+        ));
+    }
+    Ok(Sha256::digest(&bytes).into())
+}
+
+/// `input`, defaulting to `{}`; a JSON string holding an object is accepted
+/// because some clients send the object that way.
+fn parse_input(request: &RunRequest) -> Result<Value, HostError> {
+    let input = match request.input.clone() {
+        None => Value::Object(Default::default()),
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(&text) {
+            Ok(parsed) if parsed.is_object() => parsed,
+            _ => Value::String(text),
+        },
+        Some(input) => input,
+    };
+    if input.is_object() {
+        Ok(input)
+    } else {
+        Err(HostError::new(
+            ErrorKind::InvalidInput,
+            "`input` must be a JSON object",
+        ))
+    }
+}
+
+/// The runtime of an executable component, or why it does not run.
+fn executable_runtime(component: &Component) -> Result<Runtime, HostError> {
+    component.effective_runtime().ok_or_else(|| {
+        HostError::new(
+            ErrorKind::InvalidComponentType,
+            format!(
+                "`{}` is a {:?} component, not something that runs; skill_read it instead",
+                component.name, component.kind
+            ),
+        )
+    })
 }
 
 fn find_component(skill: &Skill, name: &str) -> Result<Component, HostError> {
@@ -342,6 +451,7 @@ fn find_component(skill: &Skill, name: &str) -> Result<Component, HostError> {
 /// 1 s and the host's bound.
 fn resolve_limits(
     component: &Component,
+    runtime: Runtime,
     timeout_seconds: Option<f64>,
     exec: &ExecConfig,
 ) -> Result<AppliedLimits, HostError> {
@@ -370,7 +480,8 @@ fn resolve_limits(
     Ok(AppliedLimits {
         timeout_ms,
         memory_bytes: memory_mb * 1024 * 1024,
-        fuel: Some(component.limits.fuel.unwrap_or(exec.default_fuel)),
+        fuel: (runtime == Runtime::Wasi)
+            .then(|| component.limits.fuel.unwrap_or(exec.default_fuel)),
         max_output_bytes: component
             .limits
             .max_output_bytes

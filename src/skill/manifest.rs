@@ -215,32 +215,37 @@ fn check(manifest: &Manifest) -> Result<(), String> {
 }
 
 /// Components implied by the files of a skill without a manifest: every
-/// `components/**/*.wasm`, named after its file stem.
+/// `components/**/*.wasm` and every `scripts/*.py` and `scripts/*.sh`, named
+/// after the file stem (or, when two files share a stem, their path).
 pub fn implied_components<'a>(files: impl Iterator<Item = &'a str>) -> Vec<Component> {
     let mut out: Vec<Component> = Vec::new();
     for path in files {
-        if !(path.starts_with("components/") && path.ends_with(".wasm")) {
-            continue;
-        }
-        let stem = path
-            .rsplit('/')
-            .next()
-            .and_then(|f| f.strip_suffix(".wasm"))
-            .unwrap_or(path);
-        // Two files with one stem (components/a/x.wasm, components/b/x.wasm)
-        // are told apart by their path.
-        let name = if out.iter().any(|c| c.name == stem) {
-            path.trim_start_matches("components/")
-                .trim_end_matches(".wasm")
-                .to_string()
+        let (kind, runtime, stem) = if let Some(rest) = path.strip_prefix("components/")
+            && let Some(stem) = rest.strip_suffix(".wasm")
+        {
+            (ComponentType::Wasm, Runtime::Wasi, stem)
+        } else if let Some(rest) = path.strip_prefix("scripts/")
+            && !rest.contains('/')
+        {
+            match (rest.strip_suffix(".py"), rest.strip_suffix(".sh")) {
+                (Some(stem), _) => (ComponentType::Script, Runtime::Python, stem),
+                (_, Some(stem)) => (ComponentType::Script, Runtime::Bash, stem),
+                _ => continue,
+            }
         } else {
-            stem.to_string()
+            continue;
+        };
+        let short = stem.rsplit('/').next().unwrap_or(stem);
+        let name = if out.iter().any(|c| c.name == short) {
+            path.to_string()
+        } else {
+            short.to_string()
         };
         out.push(Component {
             name,
-            kind: ComponentType::Wasm,
+            kind,
             path: path.to_string(),
-            runtime: Some(Runtime::Wasi),
+            runtime: Some(runtime),
             description: None,
             input_schema: None,
             output_schema: None,
@@ -339,16 +344,23 @@ components:
     }
 
     #[test]
-    fn wasm_files_under_components_are_implied() {
+    fn wasm_files_and_scripts_are_implied() {
         let files = [
             "components/echo.wasm",
             "components/x/echo.wasm",
-            "scripts/a.py",
+            "scripts/run.py",
+            "scripts/run.sh",
+            "scripts/lib/helper.py",
+            "scripts/notes.txt",
             "lib.wasm",
         ];
         let implied = implied_components(files.into_iter());
         let names: Vec<&str> = implied.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["echo", "x/echo"]);
-        assert_eq!(implied[1].path, "components/x/echo.wasm");
+        assert_eq!(
+            names,
+            ["echo", "components/x/echo.wasm", "run", "scripts/run.sh"]
+        );
+        assert_eq!(implied[2].effective_runtime(), Some(Runtime::Python));
+        assert_eq!(implied[3].effective_runtime(), Some(Runtime::Bash));
     }
 }

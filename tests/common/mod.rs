@@ -116,3 +116,22 @@ impl Fixture {
         (out.status.code().unwrap_or(-1), value)
     }
 }
+
+/// True when bubblewrap is installed, so sandboxed script tests can run.
+/// Where it is missing they skip with a printed reason, except when
+/// `SKILLHOST_REQUIRE_BWRAP=1` (as CI sets it): then they fail.
+pub fn bwrap_available(test: &str) -> bool {
+    let found = ["/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"]
+        .iter()
+        .any(|p| Path::new(p).is_file());
+    if found {
+        return true;
+    }
+    if std::env::var("SKILLHOST_REQUIRE_BWRAP").as_deref() == Ok("1") {
+        panic!("{test}: bubblewrap is not installed and SKILLHOST_REQUIRE_BWRAP=1");
+    }
+    eprintln!(
+        "SKIPPED {test}: bubblewrap (bwrap) is not installed; install it to run the sandbox tests"
+    );
+    false
+}

@@ -7,8 +7,8 @@ mod guest;
 mod output;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{Linker, ResourceTable};
@@ -19,18 +19,18 @@ use wasmtime::{
 use wasmtime_wasi::p2::pipe::MemoryInputPipe;
 use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
 
+pub(crate) use self::cache::Prepared as PreparedComponent;
 use self::cache::{ComponentCache, Prepared, World};
 use self::guest::{GuestState, MemoryLimiter, Skill, Stop};
 use self::output::CappedOutput;
 use super::ProgressFn;
+use super::outcome::Outcome;
 use crate::config::{ExecConfig, HostConfig};
 use crate::error::{ErrorKind, HostError};
 
 /// How often the epoch advances while runs are active; the deadline and
 /// cancellation are checked at each tick.
 const TICK: Duration = Duration::from_millis(5);
-/// How often a run waiting for a slot checks for cancellation.
-const CANCEL_POLL: Duration = Duration::from_millis(20);
 /// How often it advances while idle.
 const IDLE_TICK: Duration = Duration::from_millis(100);
 
@@ -58,29 +58,11 @@ pub(crate) struct Job {
     pub(crate) label: String,
 }
 
-/// What happened in one run.
-#[derive(Debug, Default)]
-pub(crate) struct Outcome {
-    pub(crate) exit_code: Option<i32>,
-    /// What a typed component's `run` returned.
-    pub(crate) returned: Option<String>,
-    pub(crate) stdout: Vec<u8>,
-    pub(crate) stdout_truncated: bool,
-    pub(crate) stderr: Vec<u8>,
-    pub(crate) stderr_truncated: bool,
-    pub(crate) memory_peak_bytes: u64,
-    pub(crate) fuel_consumed: u64,
-    pub(crate) cpu_time: Duration,
-    /// Why the run failed, when it did.
-    pub(crate) error: Option<(ErrorKind, String)>,
-}
-
-/// The engine, the linker, the compiled-component cache and the run slots.
+/// The engine, the linker and the compiled-component cache.
 pub(crate) struct WasmRuntime {
     engine: Engine,
     linker: Linker<GuestState>,
     cache: ComponentCache,
-    slots: Slots,
     active: Arc<ActiveRuns>,
     exec: ExecConfig,
 }
@@ -97,7 +79,6 @@ impl WasmRuntime {
         start_ticker(&engine, Arc::clone(&active));
         Ok(WasmRuntime {
             cache: ComponentCache::new(config.wasm_cache_dir(), &engine),
-            slots: Slots::new(exec.max_concurrent_runs as usize),
             engine,
             linker,
             active,
@@ -129,27 +110,6 @@ impl WasmRuntime {
     pub(crate) fn run(&self, prepared: &Prepared, job: Job) -> Outcome {
         let started = Instant::now();
         let deadline = started + job.timeout;
-        let _slot = match self.slots.acquire(deadline, job.cancel.as_deref()) {
-            Ok(slot) => slot,
-            Err(Stop::Cancelled) => {
-                return Outcome {
-                    error: Some((ErrorKind::Cancelled, "the request was cancelled".into())),
-                    ..Outcome::default()
-                };
-            }
-            Err(_) => {
-                return Outcome {
-                    error: Some((
-                        ErrorKind::ResourceExhausted,
-                        format!(
-                            "{} runs were already executing until the deadline; try again later",
-                            self.exec.max_concurrent_runs
-                        ),
-                    )),
-                    ..Outcome::default()
-                };
-            }
-        };
         let _active = self.active.enter();
         let cap = job.max_output_bytes as usize;
         let stdout = CappedOutput::new(cap);
@@ -196,7 +156,7 @@ impl WasmRuntime {
             stderr,
             stderr_truncated,
             memory_peak_bytes: state.limiter.peak as u64,
-            fuel_consumed: job.fuel.saturating_sub(fuel_left),
+            fuel_consumed: Some(job.fuel.saturating_sub(fuel_left)),
             cpu_time,
             ..Outcome::default()
         };
@@ -468,53 +428,5 @@ fn start_ticker(engine: &Engine, active: Arc<ActiveRuns>) {
         });
     if let Err(error) = spawned {
         tracing::error!(%error, "cannot start the epoch thread; runs will only stop on fuel");
-    }
-}
-
-/// A counting semaphore for concurrent runs, with a deadline on waiting.
-struct Slots {
-    free: Mutex<usize>,
-    freed: Condvar,
-}
-
-struct SlotGuard<'a>(&'a Slots);
-
-impl Slots {
-    fn new(count: usize) -> Self {
-        Slots {
-            free: Mutex::new(count.max(1)),
-            freed: Condvar::new(),
-        }
-    }
-
-    /// Wait for a free slot until `deadline`, giving up early when `cancel` is set.
-    fn acquire(
-        &self,
-        deadline: Instant,
-        cancel: Option<&AtomicBool>,
-    ) -> Result<SlotGuard<'_>, Stop> {
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        while *free == 0 {
-            if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
-                return Err(Stop::Cancelled);
-            }
-            let left = deadline
-                .checked_duration_since(Instant::now())
-                .ok_or(Stop::Deadline)?;
-            free = self
-                .freed
-                .wait_timeout(free, left.min(CANCEL_POLL))
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-        *free -= 1;
-        Ok(SlotGuard(self))
-    }
-}
-
-impl Drop for SlotGuard<'_> {
-    fn drop(&mut self) {
-        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        self.0.freed.notify_one();
     }
 }
