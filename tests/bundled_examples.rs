@@ -191,3 +191,42 @@ fn committed_components_match_the_guest_sources() {
         );
     }
 }
+
+/// The bundled Python script runs in the sandbox as csv-insights says. It is
+/// copied into a world-readable fixture first: a checkout may live in a
+/// private directory that a sandbox started as `nobody` (when the tests run
+/// as root) cannot enter.
+#[test]
+fn bundled_script_runs_in_the_sandbox() {
+    if !common::bwrap_available("bundled_script_runs_in_the_sandbox") {
+        return;
+    }
+    let fx = common::Fixture::new();
+    let source = workspace().join(".agents/skills/csv-insights");
+    let target = fx.project_dir().join("csv-insights");
+    for file in [
+        "SKILL.md",
+        "skill.yaml",
+        "scripts/summarize.py",
+        "references/interpreting.md",
+    ] {
+        fx.file(&target, file, std::fs::read(source.join(file)).unwrap());
+    }
+    let input = json!({"csv": "name,age\nana,31\nbo,"}).to_string();
+    let out = fx
+        .command(&["run", "csv-insights", "summarize", "--input", &input])
+        .output()
+        .unwrap();
+    let envelope: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let data = &envelope["data"];
+    assert_eq!(out.status.code(), Some(0), "{data:#}");
+    assert_eq!(
+        (data["runtime"].as_str(), data["sandbox"].as_str()),
+        (Some("python"), Some("bubblewrap"))
+    );
+    assert_eq!(data["output_data"]["rows"], 2);
+    assert_eq!(
+        data["output_data"]["columns"][1],
+        json!({"name": "age", "type": "integer", "missing": 1, "min": 31.0, "max": 31.0})
+    );
+}

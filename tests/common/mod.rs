@@ -6,6 +6,7 @@
 pub mod cli_json;
 pub mod guests;
 pub mod lib_host;
+pub mod scripts;
 pub mod skills;
 
 use std::fs;
@@ -27,6 +28,10 @@ pub struct Fixture {
 impl Fixture {
     pub fn new() -> Self {
         let root = tempfile::tempdir().expect("tempdir");
+        // World-readable like a normal checkout: a host running as root
+        // starts script sandboxes as `nobody`, who must be able to read skills.
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(root.path(), fs::Permissions::from_mode(0o755)).unwrap();
         for dir in ["ws", "state", "xdg", "home"] {
             fs::create_dir_all(root.path().join(dir)).unwrap();
         }

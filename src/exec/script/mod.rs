@@ -150,6 +150,16 @@ impl ScriptRuntime {
         job: &ScriptJob,
         keep: Option<&Path>,
     ) -> Outcome {
+        if sandbox::sandbox_owner().is_some()
+            && let Err(why) = readable_by_others(&job.skill_dir)
+        {
+            return Outcome::failed(
+                ErrorKind::SandboxUnavailable,
+                format!(
+                    "this host runs as root and starts script sandboxes as `nobody`, who cannot read the skill: {why}; make it world-readable (chmod o+rX) or run skillhost as a regular user"
+                ),
+            );
+        }
         let mut args = sandbox::base_args(self.exec.max_scratch_bytes);
         for (key, value) in sandbox_env(job, "/work", "/skill") {
             args.extend([OsString::from("--setenv"), key.into(), value.into()]);
@@ -413,4 +423,24 @@ fn chown_tree(root: &Path, uid: u32, gid: u32) {
             );
         }
     }
+}
+
+/// Whether every directory down to `dir` lets others through and `dir`
+/// itself lets them list it (the sandbox user is not the file owner).
+fn readable_by_others(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let real = std::fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut path = PathBuf::from("/");
+    for component in real.components().skip(1) {
+        path.push(component);
+        let mode = std::fs::metadata(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .permissions()
+            .mode();
+        let needed = if path == real { 0o005 } else { 0o001 };
+        if mode & needed != needed {
+            return Err(format!("{} has mode {:o}", path.display(), mode & 0o777));
+        }
+    }
+    Ok(())
 }
