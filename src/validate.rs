@@ -85,7 +85,7 @@ pub(crate) fn validate(
                 }
             }
         }
-        _ => implied_components(wasm_files(dir).iter().map(String::as_str)),
+        _ => implied_components(implied_files(dir).iter().map(String::as_str)),
     };
     for component in &components {
         check_component(dir, component, executor, exec, &mut report);
@@ -171,10 +171,15 @@ fn check_component(
     });
 }
 
-/// `components/**/*.wasm` below `dir`, relative, for skills without a manifest.
-fn wasm_files(dir: &Path) -> Vec<String> {
+/// Files that imply components in a skill without a manifest, relative to
+/// `dir`: everything below `components/` and the files directly in `scripts/`
+/// (`implied_components` picks the `.wasm`, `.py` and `.sh` ones).
+fn implied_files(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
-    let mut pending = vec![(dir.join("components"), "components".to_string(), 0)];
+    let mut pending = vec![
+        (dir.join("components"), "components".to_string(), 0),
+        (dir.join("scripts"), "scripts".to_string(), 8),
+    ];
     while let Some((path, rel, depth)) = pending.pop() {
         let Ok(entries) = fs::read_dir(&path) else {
             continue;
@@ -189,7 +194,7 @@ fn wasm_files(dir: &Path) -> Vec<String> {
             let child = format!("{rel}/{name}");
             if kind.is_dir() && depth < 8 {
                 pending.push((entry.path(), child, depth + 1));
-            } else if kind.is_file() && name.ends_with(".wasm") {
+            } else if kind.is_file() {
                 out.push(child);
             }
         }

@@ -239,6 +239,7 @@ impl Executor {
                     runtime,
                     input: input.to_string(),
                     timeout: timeout.saturating_sub(started.elapsed()),
+                    timeout_ms: limits.timeout_ms,
                     memory_bytes: limits.memory_bytes,
                     max_output_bytes: limits.max_output_bytes,
                     env,

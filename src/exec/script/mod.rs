@@ -49,7 +49,10 @@ pub(crate) struct ScriptJob {
     pub(crate) script: String,
     pub(crate) runtime: Runtime,
     pub(crate) input: String,
+    /// Time left for the run (its limit minus any wait for a run slot).
     pub(crate) timeout: Duration,
+    /// The configured limit, for messages.
+    pub(crate) timeout_ms: u64,
     pub(crate) memory_bytes: u64,
     pub(crate) max_output_bytes: u64,
     pub(crate) env: Vec<(String, String)>,
@@ -364,7 +367,7 @@ fn outcome(
             ErrorKind::ExecutionTimeout,
             format!(
                 "the script passed its {} ms deadline and was killed with its whole sandbox",
-                job.timeout.as_millis()
+                job.timeout_ms
             ),
         ))
     } else {

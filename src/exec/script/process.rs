@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 
 /// How often a waiting run checks for cancellation.
 const POLL: Duration = Duration::from_millis(20);
+/// How long a stopped process's parent gets to reap it before the whole
+/// process group is killed.
+const KILL_GRACE: Duration = Duration::from_millis(200);
 /// How long output is still read after the process ended.
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
 
@@ -139,6 +142,7 @@ pub(crate) fn run(spec: Spec) -> std::io::Result<Finished> {
     let deadline = Instant::now() + spec.timeout;
     let mut timed_out = false;
     let mut cancelled = false;
+    let mut kill_deadline: Option<Instant> = None;
     let (waited, status, usage) = loop {
         let now = Instant::now();
         let slice = deadline.saturating_duration_since(now).min(POLL);
@@ -155,7 +159,12 @@ pub(crate) fn run(spec: Spec) -> std::io::Result<Finished> {
                 if !(timed_out || cancelled) && (cancel || Instant::now() >= deadline) {
                     cancelled = cancel;
                     timed_out = !cancel;
+                    stop(pid);
+                    kill_deadline = Some(Instant::now() + KILL_GRACE);
+                }
+                if kill_deadline.is_some_and(|at| Instant::now() >= at) {
                     kill_group(pid);
+                    kill_deadline = None;
                 }
             }
         }
@@ -248,6 +257,59 @@ fn prepare_child(
         );
     }
     Ok(())
+}
+
+/// Stop a run so that its usage is still accounted: `pid` is bubblewrap,
+/// its child the sandbox's PID 1 (the shell wrapper or the script). Kill
+/// everything below PID 1 first, so PID 1 reaps its child and exits, and
+/// bubblewrap reaps PID 1: `wait4` on bubblewrap then includes the script's
+/// CPU time and memory. Without such processes, kill PID 1 (whose death
+/// ends the PID namespace), or else `pid`'s whole process group.
+fn stop(pid: libc::pid_t) {
+    let init = children_of(pid);
+    let below: Vec<libc::pid_t> = init.iter().flat_map(|&p| descendants_of(p)).collect();
+    let targets = if !below.is_empty() {
+        below
+    } else if !init.is_empty() {
+        init
+    } else {
+        kill_group(pid);
+        return;
+    };
+    for target in targets {
+        // SAFETY: signalling a process inside the sandbox we started.
+        unsafe { libc::kill(target, libc::SIGKILL) };
+    }
+}
+
+/// Direct children of every thread of `pid`.
+fn children_of(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|text| {
+            text.split_whitespace()
+                .filter_map(|c| c.parse().ok())
+                .collect::<Vec<libc::pid_t>>()
+        })
+        .collect()
+}
+
+/// All processes below `pid` (bounded, in case of a fork storm).
+fn descendants_of(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    let mut out = Vec::new();
+    let mut pending = children_of(pid);
+    while let Some(next) = pending.pop() {
+        if out.len() >= 4096 {
+            break;
+        }
+        out.push(next);
+        pending.extend(children_of(next));
+    }
+    out
 }
 
 fn kill_group(pid: libc::pid_t) {

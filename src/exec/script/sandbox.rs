@@ -167,20 +167,30 @@ pub(crate) fn base_args(scratch_bytes: u64) -> Vec<OsString> {
     args
 }
 
-/// An `RLIMIT_NPROC` value that leaves room for `extra` more processes:
-/// the limit counts the user's processes host-wide, and the number of all
-/// tasks (from /proc/loadavg) bounds how many the user already has.
+/// An `RLIMIT_NPROC` value that lets a run start `extra` more processes
+/// than the user it runs as has now (the limit counts that user's
+/// processes host-wide).
 pub(crate) fn process_budget(extra: u64) -> u64 {
-    let tasks = std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|text| {
-            text.split_whitespace()
-                .nth(3)
-                .and_then(|field| field.split('/').nth(1))
-                .and_then(|total| total.parse::<u64>().ok())
+    // SAFETY: plain syscall.
+    let uid = sandbox_owner().map_or_else(|| unsafe { libc::getuid() }, |(uid, _)| uid);
+    processes_of(uid) + extra
+}
+
+/// Processes whose owner is `uid` (the owner of their /proc directory).
+fn processes_of(uid: u32) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
         })
-        .unwrap_or(4096);
-    tasks + extra
+        .filter(|e| e.metadata().is_ok_and(|m| m.uid() == uid))
+        .count() as u64
 }
 
 #[cfg(test)]
