@@ -417,8 +417,9 @@ fn executable_runtime(component: &Component) -> Result<Runtime, HostError> {
         HostError::new(
             ErrorKind::InvalidComponentType,
             format!(
-                "`{}` is a {:?} component, not something that runs; skill_read it instead",
-                component.name, component.kind
+                "`{}` is a `{}` component, not something that runs; skill_read it instead",
+                component.name,
+                format!("{:?}", component.kind).to_lowercase()
             ),
         )
     })
