@@ -23,6 +23,9 @@ pub struct ListRequest {
 pub struct LoadRequest {
     /// Exact skill name as returned by skill_list.
     pub name: String,
+    /// A revision of a skill installed in the managed store (see skill_revisions); default: the active one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
 }
 
 /// Arguments of `skill_read`.
@@ -39,6 +42,9 @@ pub struct ReadRequest {
     /// Maximum number of bytes to return (default: the rest of the file, up to the host's read limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub length: Option<u64>,
+    /// A revision of a skill installed in the managed store; default: the active one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
 }
 
 /// Arguments of `skill_run`.
@@ -85,6 +91,10 @@ pub struct SkillSummary {
     pub entry_path: String,
     /// Related files, relative to the skill directory (bounded; see warnings).
     pub files: Vec<String>,
+    /// False for a disabled skill (listed only with include_disabled).
+    pub enabled: bool,
+    /// The active revision, for skills installed in the managed store.
+    pub revision_id: Option<String>,
     /// Non-fatal problems with this skill.
     pub warnings: Vec<String>,
 }
@@ -112,8 +122,10 @@ pub struct LoadedSkill {
     /// Related files with their sizes and kinds (bounded; see warnings).
     pub files: Vec<FileInfo>,
     /// Components declared in `skill.yaml` (or, without one, every
-    /// `components/**/*.wasm`); run the executable ones with skill_run.
+    /// `components/**/*.wasm` and `scripts/*.py|*.sh`); run the executable ones with skill_run.
     pub components: Vec<Component>,
+    /// The revision shown, for skills installed in the managed store.
+    pub revision_id: Option<String>,
     /// Non-fatal problems with this skill.
     pub warnings: Vec<String>,
 }
@@ -221,4 +233,116 @@ mod tests {
         assert_eq!(FileKind::classify("data/table.csv"), FileKind::File);
         assert_eq!(FileKind::classify("scripts"), FileKind::File);
     }
+}
+
+/// Arguments of `skill_install`: exactly one of `path`, `package_base64`
+/// or `skill_md` (with optional `files`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InstallRequest {
+    /// A skill directory or a `.tar.gz` package on the host (over MCP: inside the workspace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// A `.tar.gz` package, base64-encoded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package_base64: Option<String>,
+    /// The SKILL.md text, for an install from raw parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skill_md: Option<String>,
+    /// Further files for a raw-parts install (scripts, references, skill.yaml, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<InstallFile>>,
+    /// The version skill_revisions reported (0 for a new skill); VERSION_CONFLICT if it changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_version: Option<u64>,
+}
+
+/// One file of a raw-parts install.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InstallFile {
+    /// Path relative to the skill directory.
+    pub path: String,
+    pub content: String,
+    /// `utf-8` (default) or `base64`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<Encoding>,
+}
+
+/// Result of `skill_install`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Installed {
+    pub name: String,
+    pub revision_id: String,
+    pub version: u64,
+    /// False when the content equals a revision already kept (it is made active again).
+    pub new_revision: bool,
+    pub warnings: Vec<String>,
+}
+
+/// Arguments of `skill_remove`, `skill_enable`, `skill_disable`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChangeRequest {
+    pub name: String,
+    /// The version skill_revisions reported; VERSION_CONFLICT if it changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_version: Option<u64>,
+}
+
+/// Arguments of `skill_activate` (rollback).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ActivateRequest {
+    pub name: String,
+    /// A revision id from skill_revisions.
+    pub revision: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_version: Option<u64>,
+}
+
+/// Arguments of `skill_config_set`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigSetRequest {
+    pub name: String,
+    /// A key declared under `config` in the skill's skill.yaml.
+    pub key: String,
+    /// The value (checked against the field's type); null or absent to unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_version: Option<u64>,
+}
+
+/// Arguments of `skill_revisions`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RevisionsRequest {
+    pub name: String,
+}
+
+/// An installed skill's state in the store (result of every management tool).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct StoredSkill {
+    pub name: String,
+    /// False after skill_remove.
+    pub installed: bool,
+    pub version: u64,
+    pub enabled: bool,
+    pub active_revision: Option<String>,
+    /// Oldest first.
+    pub revisions: Vec<StoredRevision>,
+    /// Config values set through the store; secret ones shown as `***`.
+    pub config: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct StoredRevision {
+    pub id: String,
+    pub created_at: String,
+    pub source: String,
+    pub files: u64,
+    pub bytes: u64,
+    pub active: bool,
 }

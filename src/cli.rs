@@ -10,10 +10,15 @@ use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
 use crate::Host;
-use crate::api::{Encoding, ListRequest, ReadRequest, RunRequest};
+use crate::api::{
+    ActivateRequest, ChangeRequest, ConfigSetRequest, Encoding, InstallRequest, ListRequest,
+    ReadRequest, RevisionsRequest, RunRequest,
+};
 use crate::config::{ExecConfig, HostConfig, Limits};
+use crate::error::ErrorKind;
 use crate::error::{ErrorBody, HostError};
 use crate::exec::{RunContext, Status};
+use crate::manage::Origin;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -86,6 +91,78 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Install (or upgrade) a skill into the managed store from a directory or a .tar.gz package.
+    Install {
+        #[command(flatten)]
+        host: HostArgs,
+        /// A skill directory or a `.tar.gz` package.
+        path: PathBuf,
+        /// Fail with VERSION_CONFLICT unless the skill is at this version (0: not installed yet).
+        #[arg(long)]
+        expected_version: Option<u64>,
+    },
+    /// Remove an installed skill.
+    Remove {
+        #[command(flatten)]
+        host: HostArgs,
+        name: String,
+        #[arg(long)]
+        expected_version: Option<u64>,
+    },
+    /// Enable an installed skill.
+    Enable {
+        #[command(flatten)]
+        host: HostArgs,
+        name: String,
+        #[arg(long)]
+        expected_version: Option<u64>,
+    },
+    /// Disable an installed skill (hidden from list, refused by load/read/run).
+    Disable {
+        #[command(flatten)]
+        host: HostArgs,
+        name: String,
+        #[arg(long)]
+        expected_version: Option<u64>,
+    },
+    /// Set a config value of an installed skill.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+    /// Show an installed skill's revisions, version, enabled flag and config (secrets masked).
+    Revisions {
+        #[command(flatten)]
+        host: HostArgs,
+        name: String,
+    },
+    /// Make a kept revision of an installed skill active again.
+    Rollback {
+        #[command(flatten)]
+        host: HostArgs,
+        name: String,
+        /// The revision id (see `revisions`).
+        #[arg(long = "to")]
+        revision: String,
+        #[arg(long)]
+        expected_version: Option<u64>,
+    },
+    /// Create a new skill directory: SKILL.md, skill.yaml and an example script component.
+    Init {
+        /// The skill's name (lowercase letters, digits, `-`).
+        name: String,
+        /// Where to create it (default: ./NAME).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Build a reproducible .tar.gz of a skill directory (with a MANIFEST.sha256).
+    Package {
+        /// The skill directory.
+        path: PathBuf,
+        /// Output file (default: NAME.tar.gz in the current directory).
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
     /// Print one related file of a skill (raw bytes unless --json).
     Read {
         #[command(flatten)]
@@ -103,6 +180,22 @@ enum Command {
         /// Print the skill_read JSON.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ConfigAction {
+    /// Set KEY to VALUE (JSON if it parses, a string otherwise); --unset removes it.
+    Set {
+        #[command(flatten)]
+        host: HostArgs,
+        name: String,
+        key: String,
+        value: Option<String>,
+        #[arg(long)]
+        unset: bool,
+        #[arg(long)]
+        expected_version: Option<u64>,
     },
 }
 
@@ -302,6 +395,132 @@ pub fn run() -> i32 {
             }
             code
         }
+        Command::Install {
+            host,
+            path,
+            expected_version,
+        } => {
+            let host = Host::new(host.config());
+            let request = InstallRequest {
+                path: Some(path.display().to_string()),
+                expected_version,
+                ..InstallRequest::default()
+            };
+            answer(host.install(&request, Origin::Operator))
+        }
+        Command::Remove {
+            host,
+            name,
+            expected_version,
+        } => answer(Host::new(host.config()).remove(&ChangeRequest {
+            name,
+            expected_version,
+        })),
+        Command::Enable {
+            host,
+            name,
+            expected_version,
+        } => answer(Host::new(host.config()).set_enabled(
+            &ChangeRequest {
+                name,
+                expected_version,
+            },
+            true,
+        )),
+        Command::Disable {
+            host,
+            name,
+            expected_version,
+        } => answer(Host::new(host.config()).set_enabled(
+            &ChangeRequest {
+                name,
+                expected_version,
+            },
+            false,
+        )),
+        Command::Config {
+            action:
+                ConfigAction::Set {
+                    host,
+                    name,
+                    key,
+                    value,
+                    unset,
+                    expected_version,
+                },
+        } => {
+            let value = match (value, unset) {
+                (_, true) => None,
+                (Some(raw), false) => {
+                    Some(serde_json::from_str(&raw).unwrap_or(serde_json::Value::String(raw)))
+                }
+                (None, false) => {
+                    return report(
+                        HostError::new(ErrorKind::InvalidInput, "give a VALUE, or --unset"),
+                        true,
+                    );
+                }
+            };
+            answer(Host::new(host.config()).config_set(&ConfigSetRequest {
+                name,
+                key,
+                value,
+                expected_version,
+            }))
+        }
+        Command::Revisions { host, name } => {
+            answer(Host::new(host.config()).revisions(&RevisionsRequest { name }))
+        }
+        Command::Rollback {
+            host,
+            name,
+            revision,
+            expected_version,
+        } => answer(Host::new(host.config()).activate(&ActivateRequest {
+            name,
+            revision,
+            expected_version,
+        })),
+        Command::Init { name, dir } => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+            match crate::scaffold::init(&name, &dir) {
+                Ok(()) => {
+                    println!(
+                        "created {} (try: skillhost validate {})",
+                        dir.display(),
+                        dir.display()
+                    );
+                    0
+                }
+                Err(error) => report(error, false),
+            }
+        }
+        Command::Package { path, output } => {
+            match crate::store::stage::package(&path, Default::default()) {
+                Ok(bytes) => {
+                    let name = crate::config::absolute(&path)
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .unwrap_or("skill")
+                        .to_string();
+                    let output = output.unwrap_or_else(|| PathBuf::from(format!("{name}.tar.gz")));
+                    match std::fs::write(&output, &bytes) {
+                        Ok(()) => {
+                            println!("wrote {} ({} bytes)", output.display(), bytes.len());
+                            0
+                        }
+                        Err(error) => report(
+                            HostError::new(
+                                ErrorKind::IoError,
+                                format!("{}: {error}", output.display()),
+                            ),
+                            false,
+                        ),
+                    }
+                }
+                Err(error) => report(error, false),
+            }
+        }
         Command::Read {
             host,
             name,
@@ -316,6 +535,7 @@ pub fn run() -> i32 {
                 path,
                 offset,
                 length,
+                revision: None,
             }) {
                 Ok(content) if json => print_json(&content),
                 Ok(content) => render_read(&content),
@@ -456,6 +676,14 @@ fn render_list(list: &crate::api::SkillList) {
         .flat_map(|s| s.warnings.iter().map(move |w| format!("{}: {w}", s.name)));
     for warning in list.warnings.iter().cloned().chain(skill_warnings) {
         eprintln!("warning: {warning}");
+    }
+}
+
+/// Print a management result as JSON, or the error body; the exit code.
+fn answer<T: Serialize>(result: Result<T, HostError>) -> i32 {
+    match result {
+        Ok(value) => print_json(&value),
+        Err(error) => report(error, true),
     }
 }
 

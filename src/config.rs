@@ -139,6 +139,8 @@ pub struct HostConfig {
     pub extra_dirs: Vec<PathBuf>,
     pub limits: Limits,
     pub exec: ExecConfig,
+    /// Revisions kept per installed skill (older ones are deleted).
+    pub keep_revisions: usize,
 }
 
 impl HostConfig {
@@ -153,6 +155,7 @@ impl HostConfig {
             extra_dirs: Vec::new(),
             limits: Limits::default(),
             exec: ExecConfig::default(),
+            keep_revisions: 10,
         }
     }
 
@@ -166,6 +169,11 @@ impl HostConfig {
     pub fn with_extra_dir(mut self, dir: impl AsRef<Path>) -> Self {
         self.extra_dirs.push(absolute(dir.as_ref()));
         self
+    }
+
+    /// The managed store (revisions and catalog).
+    pub fn store_dir(&self) -> PathBuf {
+        self.state_dir.join("store")
     }
 
     /// Where compiled WebAssembly artifacts are cached.

@@ -43,6 +43,8 @@ pub enum ErrorKind {
     OutputSchemaMismatch,
     /// The client cancelled the request while the component ran.
     Cancelled,
+    /// `expected_version` is stale: another writer changed the skill.
+    VersionConflict,
     /// An unexpected I/O failure on the host side.
     IoError,
 }
@@ -68,6 +70,7 @@ impl ErrorKind {
             ErrorKind::ScriptExecutionError => "SCRIPT_EXECUTION_ERROR",
             ErrorKind::OutputSchemaMismatch => "OUTPUT_SCHEMA_MISMATCH",
             ErrorKind::Cancelled => "CANCELLED",
+            ErrorKind::VersionConflict => "VERSION_CONFLICT",
             ErrorKind::IoError => "IO_ERROR",
         }
     }
@@ -85,7 +88,8 @@ impl ErrorKind {
             | ErrorKind::PathOutsideSkill
             | ErrorKind::InvalidPath
             | ErrorKind::InvalidInput
-            | ErrorKind::AccessDenied => 1,
+            | ErrorKind::AccessDenied
+            | ErrorKind::VersionConflict => 1,
             ErrorKind::FileTooLarge
             | ErrorKind::SandboxUnavailable
             | ErrorKind::ExecutionTimeout

@@ -3,14 +3,15 @@
 use base64::Engine as _;
 
 use crate::api::{
-    Encoding, FileContent, FileInfo, FileKind, ListRequest, LoadedSkill, ReadRequest, RunRequest,
-    SkillList, SkillSummary, SkillsDir,
+    Encoding, FileContent, FileInfo, FileKind, ListRequest, LoadRequest, LoadedSkill, ReadRequest,
+    RunRequest, SkillList, SkillSummary, SkillsDir,
 };
 use crate::config::HostConfig;
 use crate::error::{ErrorKind, HostError};
 use crate::exec::{Envelope, Executor, RunContext};
 use crate::fsguard;
 use crate::registry::{Registry, Scan, Skill};
+use crate::store::Store;
 
 /// Owns the configuration and the registry. Cheap to share behind an `Arc`;
 /// every method rescans, so changes on disk show at the next call.
@@ -22,7 +23,11 @@ pub struct Host {
 
 impl Host {
     pub fn new(config: HostConfig) -> Self {
-        let registry = Registry::new(config.sources(), config.limits.clone());
+        let registry = Registry::new(
+            config.sources(),
+            Some(Store::new(config.store_dir())),
+            config.limits.clone(),
+        );
         let executor = Executor::new(config.clone());
         Host {
             config,
@@ -35,6 +40,10 @@ impl Host {
         &self.config
     }
 
+    pub(crate) fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
     /// How registry scans were answered so far (full scans vs. reused results).
     pub fn scan_stats(&self) -> crate::registry::ScanStats {
         self.registry.stats()
@@ -42,12 +51,14 @@ impl Host {
 
     /// `skill_list`: every accepted skill with its files and warnings.
     pub fn list(&self, request: &ListRequest) -> SkillList {
-        // Disabling arrives with the managed store; until then every skill is
-        // enabled, so `include_disabled` cannot change the result.
-        let _ = request.include_disabled;
         let scan = self.registry.scan();
+        let mut skills: Vec<SkillSummary> = scan.skills.iter().map(summary).collect();
+        if request.include_disabled == Some(true) {
+            skills.extend(scan.disabled.iter().map(summary));
+            skills.sort_by(|a, b| a.name.cmp(&b.name).then(b.enabled.cmp(&a.enabled)));
+        }
         SkillList {
-            skills: scan.skills.iter().map(summary).collect(),
+            skills,
             skills_dirs: scan
                 .dirs
                 .iter()
@@ -61,11 +72,18 @@ impl Host {
         }
     }
 
-    /// `skill_load`: the instructions and an index of related files.
+    /// `skill_load` of the active revision.
     pub fn load(&self, name: &str) -> Result<LoadedSkill, HostError> {
-        let scan = self.registry.scan();
-        let skill = find(&scan, name)?;
-        let listing = self.registry.fresh_listing(skill);
+        self.load_request(&LoadRequest {
+            name: name.to_string(),
+            revision: None,
+        })
+    }
+
+    /// `skill_load`: the instructions and an index of related files.
+    pub fn load_request(&self, request: &LoadRequest) -> Result<LoadedSkill, HostError> {
+        let skill = self.resolve(&request.name, request.revision.as_deref())?;
+        let listing = self.registry.fresh_listing(&skill);
         let mut warnings = skill.parsed.warnings.clone();
         warnings.extend(skill.manifest_warning());
         warnings.extend(listing.warnings.iter().cloned());
@@ -87,8 +105,26 @@ impl Host {
                 })
                 .collect(),
             components,
+            revision_id: skill.store.as_ref().map(|s| s.revision.clone()),
             warnings,
         })
+    }
+
+    /// The skill a request names: the enabled one of that name, or (for a
+    /// managed skill) the pinned revision.
+    fn resolve(&self, name: &str, revision: Option<&str>) -> Result<Skill, HostError> {
+        let scan = self.registry.scan();
+        let current = find(&scan, name);
+        match (revision, current) {
+            (None, Ok(skill)) => Ok(skill.clone()),
+            (None, Err(error)) => Err(error),
+            (Some(wanted), Ok(skill))
+                if skill.store.as_ref().is_some_and(|s| s.revision == wanted) =>
+            {
+                Ok(skill.clone())
+            }
+            (Some(wanted), _) => self.registry.pinned(name, wanted),
+        }
     }
 
     /// `skill_run`: run one component of a skill. `Err` means nothing ran;
@@ -96,6 +132,16 @@ impl Host {
     pub fn run(&self, request: &RunRequest, context: &RunContext) -> Result<Envelope, HostError> {
         let scan = self.registry.scan();
         let skill = find(&scan, &request.name)?;
+        // A managed skill pins to a kept revision; for other sources the
+        // executor checks `revision` against what it is about to run.
+        let pinned;
+        let skill = match (&skill.store, request.revision.as_deref()) {
+            (Some(store), Some(wanted)) if store.revision != wanted => {
+                pinned = self.registry.pinned(&request.name, wanted)?;
+                &pinned
+            }
+            _ => skill,
+        };
         self.executor.run(skill, request, context)
     }
 
@@ -112,6 +158,7 @@ impl Host {
             &self.executor,
             &self.config.exec,
             self.config.limits.max_skill_md_bytes,
+            true,
         )
     }
 
@@ -124,8 +171,7 @@ impl Host {
                 "length must be at least 1 (omit it to read the rest of the file)",
             ));
         }
-        let scan = self.registry.scan();
-        let skill = find(&scan, &request.name)?;
+        let skill = self.resolve(&request.name, request.revision.as_deref())?;
         let read = fsguard::read_in_skill(
             &skill.skill_dir,
             &path,
@@ -156,32 +202,41 @@ fn summary(skill: &Skill) -> SkillSummary {
         source_path: skill.source_path.display().to_string(),
         entry_path: skill.entry_path.display().to_string(),
         files: skill.listing.files.iter().map(|f| f.path.clone()).collect(),
+        enabled: skill.store.as_ref().is_none_or(|s| s.enabled),
+        revision_id: skill.store.as_ref().map(|s| s.revision.clone()),
         warnings: skill.warnings(),
     }
 }
 
 fn find<'a>(scan: &'a Scan, name: &str) -> Result<&'a Skill, HostError> {
-    scan.find(name).ok_or_else(|| {
-        let close: Vec<&str> = scan
-            .skills
-            .iter()
-            .map(|s| s.name.as_str())
-            .filter(|candidate| {
-                let lower = name.to_ascii_lowercase();
-                !lower.is_empty() && (candidate.contains(&lower) || lower.contains(candidate))
-            })
-            .take(3)
-            .collect();
-        let hint = if close.is_empty() {
-            "skill_list shows the available names".to_string()
-        } else {
-            format!("did you mean {}?", close.join(", "))
-        };
-        HostError::new(
-            ErrorKind::SkillNotFound,
-            format!("no skill named `{name}`; {hint}"),
-        )
-    })
+    if let Some(skill) = scan.find(name) {
+        return Ok(skill);
+    }
+    if scan.find_disabled(name).is_some() {
+        return Err(HostError::new(
+            ErrorKind::SkillDisabled,
+            format!("skill `{name}` is installed but disabled; enable it to use it"),
+        ));
+    }
+    let close: Vec<&str> = scan
+        .skills
+        .iter()
+        .map(|s| s.name.as_str())
+        .filter(|candidate| {
+            let lower = name.to_ascii_lowercase();
+            !lower.is_empty() && (candidate.contains(&lower) || lower.contains(candidate))
+        })
+        .take(3)
+        .collect();
+    let hint = if close.is_empty() {
+        "skill_list shows the available names".to_string()
+    } else {
+        format!("did you mean {}?", close.join(", "))
+    };
+    Err(HostError::new(
+        ErrorKind::SkillNotFound,
+        format!("no skill named `{name}`; {hint}"),
+    ))
 }
 
 /// Text when the bytes are UTF-8 without NUL (an incomplete character at a

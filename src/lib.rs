@@ -12,9 +12,12 @@ pub mod exec;
 pub mod fsguard;
 pub mod host;
 pub mod listing;
+pub mod manage;
 pub mod mcp;
 pub mod registry;
+pub mod scaffold;
 pub mod skill;
+pub mod store;
 pub mod validate;
 mod watch;
 

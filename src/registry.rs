@@ -11,7 +11,7 @@
 //!   followed in a listing, network filesystems, limits reached), the last
 //!   result is reused without touching each skill.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::fs;
 use std::io;
@@ -24,6 +24,7 @@ use crate::listing::{Listing, Stamp, walk_skill};
 use crate::skill::files::{Loaded, describe_io, load_entry, load_manifest};
 use crate::skill::manifest::{MANIFEST_FILE, Manifest, implied_components};
 use crate::skill::{Component, ParsedSkillMd};
+use crate::store::Store;
 use crate::watch::{Watcher, is_local_filesystem};
 use sha2::{Digest, Sha256};
 
@@ -46,6 +47,8 @@ pub struct Skill {
     pub manifest: Option<Result<Arc<Manifest>, String>>,
     /// sha256 over the bytes of `SKILL.md` and `skill.yaml`.
     pub content_digest: [u8; 32],
+    /// Set for a skill installed in the managed store.
+    pub store: Option<StoreEntry>,
 }
 
 impl Skill {
@@ -94,6 +97,8 @@ pub struct DirStatus {
 #[derive(Debug, Clone, Default)]
 pub struct Scan {
     pub skills: Vec<Skill>,
+    /// Installed skills that are disabled (hidden unless asked for).
+    pub disabled: Vec<Skill>,
     pub dirs: Vec<DirStatus>,
     pub warnings: Vec<String>,
 }
@@ -104,6 +109,11 @@ impl Scan {
             .binary_search_by(|s| s.name.as_str().cmp(name))
             .ok()
             .map(|i| &self.skills[i])
+    }
+
+    /// A disabled skill of this name, when no enabled one exists.
+    pub fn find_disabled(&self, name: &str) -> Option<&Skill> {
+        self.disabled.iter().find(|s| s.name == name)
     }
 }
 
@@ -158,14 +168,16 @@ struct State {
 /// The registry: owns the source list, the limits and the scan cache.
 pub struct Registry {
     sources: Vec<SourceDir>,
+    store: Option<Store>,
     limits: Limits,
     state: Mutex<State>,
 }
 
 impl Registry {
-    pub fn new(sources: Vec<SourceDir>, limits: Limits) -> Self {
+    pub fn new(sources: Vec<SourceDir>, store: Option<Store>, limits: Limits) -> Self {
         Registry {
             sources,
+            store,
             limits,
             state: Mutex::new(State::default()),
         }
@@ -182,7 +194,7 @@ impl Registry {
         // and force the next call to scan again.
         let quiet = state.watcher.as_mut().is_some_and(|w| !w.drain());
         if quiet && state.trusted {
-            let ids: Vec<SourceId> = self.sources.iter().map(|s| source_id(&s.path)).collect();
+            let ids = self.source_ids();
             if ids == state.source_ids
                 && let Some(last) = state.last.clone()
             {
@@ -190,7 +202,7 @@ impl Registry {
                 return last;
             }
         }
-        let source_ids = self.sources.iter().map(|s| source_id(&s.path)).collect();
+        let source_ids = self.source_ids();
         let (scan, deps) = self.full_scan(&mut state.cache);
         let scan = Arc::new(scan);
         state.full_scans += 1;
@@ -219,6 +231,17 @@ impl Registry {
         scan
     }
 
+    /// Which inode each source path (and the store) names now.
+    fn source_ids(&self) -> Vec<SourceId> {
+        let store = self.store.as_ref().map(|s| s.dir());
+        self.sources
+            .iter()
+            .map(|s| s.path.as_path())
+            .chain(store)
+            .map(source_id)
+            .collect()
+    }
+
     /// How scans were answered so far.
     pub fn stats(&self) -> ScanStats {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -226,6 +249,74 @@ impl Registry {
             full_scans: state.full_scans,
             reused: state.reused,
         }
+    }
+
+    /// A skill installed in the managed store, at one of its kept revisions.
+    pub fn pinned(&self, name: &str, revision: &str) -> Result<Skill, crate::error::HostError> {
+        use crate::error::{ErrorKind, HostError};
+        let not_found = |why: String| HostError::new(ErrorKind::RevisionNotFound, why);
+        let store = self
+            .store
+            .as_ref()
+            .ok_or_else(|| not_found("this host has no managed store".into()))?;
+        let catalog = store.catalog()?;
+        let entry = catalog.skills.get(name).ok_or_else(|| {
+            not_found(format!(
+                "`{name}` is not installed in the managed store; only installed skills keep revisions"
+            ))
+        })?;
+        if !entry.revisions.iter().any(|r| r.id == revision) {
+            let kept: Vec<&str> = entry.revisions.iter().map(|r| r.id.as_str()).collect();
+            return Err(not_found(format!(
+                "skill `{name}` has no revision {revision}; it keeps: {}",
+                kept.join(", ")
+            )));
+        }
+        if !entry.enabled {
+            return Err(HostError::new(
+                ErrorKind::SkillDisabled,
+                format!("skill `{name}` is disabled; enable it to use it"),
+            ));
+        }
+        let dir = store.revision_dir(name, revision);
+        let entry_path = dir.join(ENTRY_FILE);
+        let limit = self.limits.max_skill_md_bytes;
+        let broken = |why: String| {
+            HostError::new(
+                ErrorKind::IoError,
+                format!("revision {revision} of `{name}`: {why}"),
+            )
+        };
+        let meta = fs::metadata(&entry_path).map_err(|e| broken(e.to_string()))?;
+        let loaded = load_entry(&entry_path, &meta, name, limit);
+        let parsed = loaded.result.clone().map_err(broken)?;
+        let manifest = fs::metadata(dir.join(MANIFEST_FILE))
+            .ok()
+            .map(|meta| load_manifest(&dir.join(MANIFEST_FILE), &meta, limit));
+        let mut hasher = Sha256::new();
+        hasher.update(loaded.digest);
+        if let Some(manifest) = &manifest {
+            hasher.update(manifest.digest);
+        }
+        let mut budget = self.limits.max_scan_entries;
+        let listing = walk_skill(&dir, None, &self.limits, &mut budget);
+        Ok(Skill {
+            name: parsed.name.clone(),
+            source: SourceKind::Managed,
+            source_path: store.dir().to_path_buf(),
+            skill_dir: dir,
+            entry_path,
+            parsed,
+            listing: Arc::new(listing),
+            manifest: manifest.map(|m| m.result),
+            content_digest: hasher.finalize().into(),
+            store: Some(StoreEntry {
+                revision: revision.to_string(),
+                version: entry.version,
+                enabled: entry.enabled,
+                config: entry.config.clone(),
+            }),
+        })
     }
 
     /// Walk one skill's tree afresh (current sizes), ignoring the cache.
@@ -246,6 +337,11 @@ impl Registry {
             skills_limit_warned: false,
         };
         for source in &self.sources {
+            if source.kind == SourceKind::Managed
+                && let Some(store) = &self.store
+            {
+                run.scan_store(source, store, &mut old, cache);
+            }
             let Some(children) = run.open_source(source) else {
                 continue;
             };
@@ -254,6 +350,7 @@ impl Registry {
             }
         }
         run.scan.skills.sort_by(|a, b| a.name.cmp(&b.name));
+        run.scan.disabled.sort_by(|a, b| a.name.cmp(&b.name));
         (run.scan, run.deps)
     }
 }
@@ -264,6 +361,16 @@ struct Found<'a> {
     dir_meta: &'a fs::Metadata,
     entry_path: PathBuf,
     parsed: Arc<ParsedSkillMd>,
+    store: Option<StoreEntry>,
+}
+
+/// What the store's catalog says about an installed skill.
+#[derive(Debug, Clone)]
+pub struct StoreEntry {
+    pub revision: String,
+    pub version: u64,
+    pub enabled: bool,
+    pub config: BTreeMap<String, serde_json::Value>,
 }
 
 /// The state of one full scan.
@@ -318,6 +425,44 @@ impl ScanRun<'_> {
         children
     }
 
+    /// The managed store's skills: each catalog entry's active revision.
+    fn scan_store(
+        &mut self,
+        source: &SourceDir,
+        store: &Store,
+        old: &mut HashMap<PathBuf, CachedSkill>,
+        cache: &mut HashMap<PathBuf, CachedSkill>,
+    ) {
+        let exists = store.dir().is_dir();
+        self.scan.dirs.push(DirStatus {
+            source: SourceKind::Managed,
+            path: store.dir().to_path_buf(),
+            exists,
+        });
+        if !exists {
+            return;
+        }
+        self.deps.dirs.push(store.dir().to_path_buf());
+        let catalog = match store.catalog() {
+            Ok(catalog) => catalog,
+            Err(error) => {
+                self.deps.volatile = true;
+                self.scan.warnings.push(error.message);
+                return;
+            }
+        };
+        for (name, entry) in catalog.skills {
+            let dir = store.revision_dir(&name, &entry.active);
+            let info = StoreEntry {
+                revision: entry.active.clone(),
+                version: entry.version,
+                enabled: entry.enabled,
+                config: entry.config.clone(),
+            };
+            self.examine_at(source, &name, dir, Some(info), old, cache);
+        }
+    }
+
     /// Look at one child of a source: skip it with a warning, or accept,
     /// shadow or refuse the skill in it.
     fn examine(
@@ -339,6 +484,24 @@ impl ScanRun<'_> {
             return;
         }
         let skill_dir = source.path.join(&dir_name);
+        // The watcher sees entries of directories, not what a symlink points to.
+        if is_symlink {
+            self.deps.volatile = true;
+        }
+        self.examine_at(source, &dir_name, skill_dir, None, old, cache);
+    }
+
+    /// Examine the skill directory `skill_dir` (`store` set for a revision
+    /// of the managed store).
+    fn examine_at(
+        &mut self,
+        source: &SourceDir,
+        dir_name: &str,
+        skill_dir: PathBuf,
+        store: Option<StoreEntry>,
+        old: &mut HashMap<PathBuf, CachedSkill>,
+        cache: &mut HashMap<PathBuf, CachedSkill>,
+    ) {
         let dir_meta = match fs::metadata(&skill_dir) {
             Ok(meta) if meta.is_dir() => meta,
             Ok(_) => return, // a plain file beside the skills (README.md, ...)
@@ -347,10 +510,6 @@ impl ScanRun<'_> {
                 return;
             }
         };
-        // The watcher sees entries of directories, not what a symlink points to.
-        if is_symlink {
-            self.deps.volatile = true;
-        }
         self.deps.dirs.push(skill_dir.clone());
         let entry_path = skill_dir.join(ENTRY_FILE);
         let Some(md_meta) = self.entry_metadata(&skill_dir, &entry_path) else {
@@ -363,7 +522,7 @@ impl ScanRun<'_> {
             Some(hit) if hit.md_stamp == md_stamp => hit,
             previous => CachedSkill {
                 md_stamp,
-                entry: load_entry(&entry_path, &md_meta, &dir_name, limit),
+                entry: load_entry(&entry_path, &md_meta, dir_name, limit),
                 manifest: previous.as_ref().and_then(|p| p.manifest.clone()),
                 listing: previous.and_then(|p| p.listing),
             },
@@ -376,6 +535,7 @@ impl ScanRun<'_> {
                     dir_meta: &dir_meta,
                     entry_path,
                     parsed: Arc::clone(parsed),
+                    store,
                 };
                 self.accept(source, found, &mut cached);
             }
@@ -433,8 +593,12 @@ impl ScanRun<'_> {
             dir_meta,
             entry_path,
             parsed,
+            store,
         } = found;
-        if let Some(&winner) = self.by_name.get(&parsed.name) {
+        let enabled = store.as_ref().is_none_or(|s| s.enabled);
+        if !enabled {
+            // A disabled skill takes no part in precedence.
+        } else if let Some(&winner) = self.by_name.get(&parsed.name) {
             let winner = &self.scan.skills[winner];
             let warning = if winner.source == source.kind {
                 format!(
@@ -506,9 +670,7 @@ impl ScanRun<'_> {
         if let Some((_, manifest)) = &cached.manifest {
             hasher.update(manifest.digest);
         }
-        self.by_name
-            .insert(parsed.name.clone(), self.scan.skills.len());
-        self.scan.skills.push(Skill {
+        let skill = Skill {
             name: parsed.name.clone(),
             source: source.kind,
             source_path: source.path.clone(),
@@ -518,7 +680,15 @@ impl ScanRun<'_> {
             listing: Arc::clone(&listing),
             manifest: cached.manifest.as_ref().map(|(_, m)| m.result.clone()),
             content_digest: hasher.finalize().into(),
-        });
+            store,
+        };
+        if enabled {
+            self.by_name
+                .insert(skill.name.clone(), self.scan.skills.len());
+            self.scan.skills.push(skill);
+        } else {
+            self.scan.disabled.push(skill);
+        }
         cached.listing = Some(listing);
     }
 

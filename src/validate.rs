@@ -38,12 +38,15 @@ pub struct ComponentReport {
     pub world: Option<String>,
 }
 
-/// Validate the skill directory at `dir`.
+/// Validate the skill directory at `dir`. `host_checks`: also check what
+/// this host needs to run the skill (an interpreter and a usable sandbox for
+/// scripts); installs skip that.
 pub(crate) fn validate(
     dir: &Path,
     executor: &Executor,
     exec: &ExecConfig,
     max_bytes: u64,
+    host_checks: bool,
 ) -> Report {
     let mut report = Report {
         ok: false,
@@ -88,7 +91,7 @@ pub(crate) fn validate(
         _ => implied_components(implied_files(dir).iter().map(String::as_str)),
     };
     for component in &components {
-        check_component(dir, component, executor, exec, &mut report);
+        check_component(dir, component, executor, exec, host_checks, &mut report);
     }
     report.ok = report.errors.is_empty();
     report
@@ -99,6 +102,7 @@ fn check_component(
     component: &Component,
     executor: &Executor,
     exec: &ExecConfig,
+    host_checks: bool,
     report: &mut Report,
 ) {
     let name = &component.name;
@@ -114,12 +118,12 @@ fn check_component(
                 Ok(name) => world = Some(name.to_string()),
                 Err(problem) => error(problem.message),
             },
-            Some(runtime @ (Runtime::Python | Runtime::Bash)) => {
+            Some(runtime @ (Runtime::Python | Runtime::Bash)) if host_checks => {
                 if let Err(problem) = executor.check_script_runtime(runtime) {
                     report.errors.push(format!("component `{name}`: {problem}"));
                 }
             }
-            None => {}
+            _ => {}
         },
     }
     for (label, schema) in [

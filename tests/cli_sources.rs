@@ -61,6 +61,7 @@ fn precedence_project_managed_global_extra() {
         list["skills_dirs"],
         json!([
             {"source": "project", "path": fx.project_dir().display().to_string(), "exists": true},
+            {"source": "managed", "path": fx.state_dir().join("store").display().to_string(), "exists": false},
             {"source": "managed", "path": fx.managed_dir().display().to_string(), "exists": true},
             {"source": "global", "path": fx.global_dir().display().to_string(), "exists": true},
             {"source": "extra", "path": extra_arg, "exists": true},
@@ -124,6 +125,7 @@ fn skills_dirs_report_missing_sources() {
         list["skills_dirs"],
         json!([
             {"source": "project", "path": fx.project_dir().display().to_string(), "exists": true},
+            {"source": "managed", "path": fx.state_dir().join("store").display().to_string(), "exists": false},
             {"source": "managed", "path": fx.managed_dir().display().to_string(), "exists": false},
             {"source": "global", "path": fx.global_dir().display().to_string(), "exists": false},
             {"source": "extra", "path": missing.display().to_string(), "exists": false},

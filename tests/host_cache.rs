@@ -54,6 +54,7 @@ fn skill_added_between_lists_appears() {
         [
             (SourceKind::Project, false),
             (SourceKind::Managed, false),
+            (SourceKind::Managed, false),
             (SourceKind::Global, false),
         ]
     );
@@ -209,6 +210,7 @@ fn deleted_skill_disappears() {
         path: "references/a.md".into(),
         offset: None,
         length: None,
+        revision: None,
     });
     assert_eq!(read.unwrap_err().kind, ErrorKind::SkillNotFound);
 
@@ -349,6 +351,7 @@ fn load_and_read_report_current_sizes_after_a_file_grows() {
             path: "references/log.md".into(),
             offset: None,
             length: None,
+            revision: None,
         })
         .unwrap();
     assert_eq!((read.size, read.length), (50, 50));

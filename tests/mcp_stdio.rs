@@ -203,7 +203,7 @@ async fn list_load_read_happy_paths() {
         .iter()
         .map(|d| d["source"].as_str().unwrap())
         .collect();
-    assert_eq!(sources, ["project", "managed", "global"]);
+    assert_eq!(sources, ["project", "managed", "managed", "global"]);
     let with_disabled = ok_json(
         &call(&client, "skill_list", json!({"include_disabled": true})).await,
         tool(&list, "skill_list"),

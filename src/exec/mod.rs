@@ -152,7 +152,12 @@ impl Executor {
         let mut hasher = Sha256::new();
         hasher.update(skill.content_digest);
         hasher.update(code.digest());
-        let revision_id = format!("sha256:{}", hex(&hasher.finalize()));
+        // A skill installed in the managed store is at a store revision;
+        // elsewhere the revision is the digest of what is about to run.
+        let revision_id = match &skill.store {
+            Some(store) => store.revision.clone(),
+            None => format!("sha256:{}", hex(&hasher.finalize())),
+        };
         if let Some(wanted) = &request.revision
             && *wanted != revision_id
         {
@@ -164,10 +169,12 @@ impl Executor {
                 ),
             ));
         }
-        let env: Vec<(String, String)> = component
+        let settings = skill_config(skill)?;
+        let mut env: Vec<(String, String)> = component
             .permissions
             .env
             .iter()
+            .filter(|key| !settings.values.iter().any(|(k, _)| k == *key))
             .filter_map(|key| {
                 self.config
                     .exec
@@ -176,6 +183,7 @@ impl Executor {
                     .map(|value| (key.clone(), value.clone()))
             })
             .collect();
+        env.extend(settings.values.iter().cloned());
         let run_files = files::prepare(
             &skill.skill_dir,
             &component.permissions.filesystem,
@@ -307,7 +315,7 @@ impl Executor {
             duration_ms = duration.as_secs_f64() * 1e3,
             "run finished"
         );
-        Ok(Envelope {
+        let mut envelope = Envelope {
             kind: EnvelopeKind::Execution,
             data: Execution {
                 execution_id,
@@ -335,7 +343,9 @@ impl Executor {
                 limits,
                 artifacts: outcome.artifacts,
             },
-        })
+        };
+        mask_secrets(&mut envelope.data, &settings.secrets);
+        Ok(envelope)
     }
 
     fn check_schema(
@@ -353,6 +363,89 @@ impl Executor {
             schema,
             instance,
         )
+    }
+}
+
+/// A skill's config values for one run.
+struct Settings {
+    /// (key, value as the component receives it).
+    values: Vec<(String, String)>,
+    /// Values never to show.
+    secrets: Vec<String>,
+}
+
+/// The skill's declared config: values set in the store, else defaults; a
+/// required key with neither is INVALID_INPUT before anything runs.
+fn skill_config(skill: &Skill) -> Result<Settings, HostError> {
+    let mut settings = Settings {
+        values: Vec::new(),
+        secrets: Vec::new(),
+    };
+    let Some(Ok(manifest)) = &skill.manifest else {
+        return Ok(settings);
+    };
+    let stored = skill.store.as_ref().map(|s| &s.config);
+    for (key, field) in &manifest.config {
+        let value = stored.and_then(|c| c.get(key)).or(field.default.as_ref());
+        match value {
+            Some(value) => {
+                let text = field.check(key, value).unwrap_or_else(|_| match value {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                });
+                if field.secret && !text.is_empty() {
+                    settings.secrets.push(text.clone());
+                }
+                settings.values.push((key.clone(), text));
+            }
+            None if field.required => {
+                return Err(HostError::new(
+                    ErrorKind::InvalidInput,
+                    format!(
+                        "skill `{}` needs a value for config `{key}`; set it with `skillhost config set {} {key} VALUE` (or skill_config_set)",
+                        skill.name, skill.name
+                    ),
+                ));
+            }
+            None => {}
+        }
+    }
+    Ok(settings)
+}
+
+/// Replace every secret value in what the run produced with `***`.
+fn mask_secrets(data: &mut Execution, secrets: &[String]) {
+    if secrets.is_empty() {
+        return;
+    }
+    let mask = |text: &mut String| {
+        for secret in secrets {
+            if text.contains(secret.as_str()) {
+                *text = text.replace(secret.as_str(), crate::manage::MASK);
+            }
+        }
+    };
+    mask(&mut data.stdout);
+    mask(&mut data.stderr);
+    if let Some(message) = &mut data.error_message {
+        mask(message);
+    }
+    for artifact in &mut data.artifacts {
+        if let Some(content) = &mut artifact.content {
+            mask(content);
+        }
+    }
+    if let Some(output) = &mut data.output_data {
+        mask_value(output, &mask);
+    }
+}
+
+fn mask_value(value: &mut Value, mask: &impl Fn(&mut String)) {
+    match value {
+        Value::String(text) => mask(text),
+        Value::Array(items) => items.iter_mut().for_each(|v| mask_value(v, mask)),
+        Value::Object(map) => map.values_mut().for_each(|v| mask_value(v, mask)),
+        _ => {}
     }
 }
 

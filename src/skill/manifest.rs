@@ -5,7 +5,7 @@
 //! Without a manifest, every `components/**/*.wasm` file is a runnable `wasm`
 //! component with default limits and no permissions.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -25,6 +25,64 @@ pub struct Manifest {
     pub version: Option<String>,
     #[serde(default)]
     pub components: Vec<Component>,
+    /// Settings the skill needs, set with `skillhost config set` / `skill_config_set`.
+    /// Every component of the skill receives them (scripts as environment
+    /// variables, typed wasm components through `config-get`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub config: BTreeMap<String, ConfigField>,
+}
+
+/// One setting of a skill.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigField {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(rename = "type", default)]
+    pub kind: ConfigType,
+    /// Never shown in any output, log or envelope.
+    #[serde(default)]
+    pub secret: bool,
+    /// A run fails with INVALID_INPUT while this has no value and no default.
+    #[serde(default)]
+    pub required: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    /// The allowed values of a `select`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfigType {
+    #[default]
+    Text,
+    Number,
+    Select,
+    Switch,
+}
+
+impl ConfigField {
+    /// Check a value against the field's type; returns it as the string a
+    /// component receives.
+    pub fn check(&self, key: &str, value: &Value) -> Result<String, String> {
+        match (self.kind, value) {
+            (ConfigType::Text, Value::String(s)) => Ok(s.clone()),
+            (ConfigType::Number, Value::Number(n)) => Ok(n.to_string()),
+            (ConfigType::Number, Value::String(s)) if s.trim().parse::<f64>().is_ok() => {
+                Ok(s.trim().to_string())
+            }
+            (ConfigType::Switch, Value::Bool(b)) => Ok(b.to_string()),
+            (ConfigType::Switch, Value::String(s)) if s == "true" || s == "false" => Ok(s.clone()),
+            (ConfigType::Select, Value::String(s)) if self.values.contains(s) => Ok(s.clone()),
+            (ConfigType::Select, _) => Err(format!(
+                "`{key}` must be one of: {}",
+                self.values.join(", ")
+            )),
+            (kind, _) => Err(format!("`{key}` must be a {kind:?} value").to_lowercase()),
+        }
+    }
 }
 
 /// What a component is. Only `wasm` and `script` components can run.
@@ -167,6 +225,28 @@ pub fn parse_manifest(text: &str) -> Result<Manifest, String> {
 
 /// Rules serde cannot express: unique names, safe paths, known runtimes.
 fn check(manifest: &Manifest) -> Result<(), String> {
+    for (key, field) in &manifest.config {
+        let valid = key
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(format!(
+                "skill.yaml: config key `{key}` must look like an environment variable name ([A-Za-z_][A-Za-z0-9_]*)"
+            ));
+        }
+        if field.kind == ConfigType::Select && field.values.is_empty() {
+            return Err(format!(
+                "skill.yaml: config `{key}` is a select without `values`"
+            ));
+        }
+        if let Some(default) = &field.default {
+            field
+                .check(key, default)
+                .map_err(|why| format!("skill.yaml: config default: {why}"))?;
+        }
+    }
     let mut names = BTreeSet::new();
     for component in &manifest.components {
         let name = &component.name;
