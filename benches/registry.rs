@@ -126,6 +126,7 @@ fn read_request() -> ReadRequest {
         path: "references/guide.md".into(),
         offset: None,
         length: None,
+        revision: None,
     }
 }
 
