@@ -40,6 +40,10 @@ enum Command {
     Serve {
         #[command(flatten)]
         host: HostArgs,
+        /// Also offer the management tools (skill_install, skill_remove, skill_enable,
+        /// skill_disable, skill_config_set, skill_revisions, skill_activate).
+        #[arg(long)]
+        allow_write: bool,
     },
     /// List the available skills.
     List {
@@ -321,7 +325,7 @@ pub fn run() -> i32 {
     };
     init_tracing(cli.log_level.as_deref(), default_level);
     match cli.command {
-        Command::Serve { host } => serve(host.config()),
+        Command::Serve { host, allow_write } => serve(host.config(), allow_write),
         Command::List {
             host,
             include_disabled,
@@ -582,7 +586,7 @@ fn init_tracing(flag: Option<&str>, default_level: &str) {
         .try_init();
 }
 
-fn serve(config: HostConfig) -> i32 {
+fn serve(config: HostConfig, allow_write: bool) -> i32 {
     let host = Arc::new(Host::new(config));
     let list = host.list(&ListRequest::default());
     tracing::info!(
@@ -616,7 +620,7 @@ fn serve(config: HostConfig) -> i32 {
             return 2;
         }
     };
-    match runtime.block_on(crate::mcp::serve_stdio(host)) {
+    match runtime.block_on(crate::mcp::serve_stdio(host, allow_write)) {
         Ok(()) => 0,
         Err(error) => {
             tracing::error!("{error:#}");

@@ -3,6 +3,7 @@
 //! on which skills exist, so clients never need to reconnect.
 
 mod lifecycle;
+mod manage;
 mod schema;
 
 use std::sync::Arc;
@@ -86,12 +87,12 @@ fn progress_sink(context: &RequestContext<RoleServer>) -> Option<ProgressFn> {
 /// The MCP server: a handle on the shared [`Host`] and the fixed tool router.
 #[derive(Clone)]
 pub struct SkillServer {
-    host: Arc<Host>,
+    pub(crate) host: Arc<Host>,
     tool_router: ToolRouter<Self>,
 }
 
 /// Run blocking host work off the async runtime.
-async fn blocking<T, F>(host: &Arc<Host>, work: F) -> Result<T, ToolError>
+pub(crate) async fn blocking<T, F>(host: &Arc<Host>, work: F) -> Result<T, ToolError>
 where
     T: Send + 'static,
     F: FnOnce(&Host) -> Result<T, HostError> + Send + 'static,
@@ -110,8 +111,13 @@ where
 
 #[tool_router]
 impl SkillServer {
-    pub fn new(host: Arc<Host>) -> Self {
+    /// The server with the read-and-run tools, plus the management tools
+    /// when `allow_write` (the set never depends on which skills exist).
+    pub fn new(host: Arc<Host>, allow_write: bool) -> Self {
         let mut tool_router = Self::tool_router();
+        if allow_write {
+            tool_router += Self::manage_router();
+        }
         for route in tool_router.map.values_mut() {
             let input = Arc::make_mut(&mut route.attr.input_schema);
             input.values_mut().for_each(schema::strip_rust_formats);
@@ -147,7 +153,7 @@ impl SkillServer {
         &self,
         Parameters(schema::Checked(request)): Parameters<schema::Checked<LoadRequest>>,
     ) -> Result<Json<LoadedSkill>, ToolError> {
-        blocking(&self.host, move |host| host.load(&request?.name))
+        blocking(&self.host, move |host| host.load_request(&request?))
             .await
             .map(Json)
     }
@@ -207,10 +213,10 @@ impl ServerHandler for SkillServer {
 }
 
 /// Serve MCP on stdin/stdout until the client closes stdin.
-pub async fn serve_stdio(host: Arc<Host>) -> anyhow::Result<()> {
+pub async fn serve_stdio(host: Arc<Host>, allow_write: bool) -> anyhow::Result<()> {
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(stdin, stdout);
-    let service = SkillServer::new(host)
+    let service = SkillServer::new(host, allow_write)
         .serve(lifecycle::DropEarlyNotifications::new(transport))
         .await
         .map_err(|e| anyhow::anyhow!("MCP session did not start: {e}"))?;
