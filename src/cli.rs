@@ -255,6 +255,9 @@ struct HostArgs {
     /// Every such run is logged and reported in its envelope (`sandbox: "none"`).
     #[arg(long)]
     unsafe_allow_unsandboxed_scripts: bool,
+    /// Revisions kept per installed skill (older ones are deleted).
+    #[arg(long, default_value_t = 10)]
+    keep_revisions: usize,
     /// How long files that scripts leave behind are kept under the state dir (0: not kept).
     #[arg(long, default_value_t = ExecConfig::default().artifact_retention_secs)]
     artifact_retention_seconds: u64,
@@ -292,6 +295,7 @@ impl HostArgs {
         config.exec.bwrap_path = self.bwrap.clone();
         config.exec.allow_unsandboxed_scripts = self.unsafe_allow_unsandboxed_scripts;
         config.exec.artifact_retention_secs = self.artifact_retention_seconds;
+        config.keep_revisions = self.keep_revisions.max(1);
         for entry in &self.env {
             match entry.split_once('=') {
                 Some((key, value)) => {
