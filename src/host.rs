@@ -130,19 +130,25 @@ impl Host {
     /// `skill_run`: run one component of a skill. `Err` means nothing ran;
     /// a run that failed comes back as an envelope whose status says so.
     pub fn run(&self, request: &RunRequest, context: &RunContext) -> Result<Envelope, HostError> {
-        let scan = self.registry.scan();
-        let skill = find(&scan, &request.name)?;
-        // A managed skill pins to a kept revision; for other sources the
-        // executor checks `revision` against what it is about to run.
-        let pinned;
-        let skill = match (&skill.store, request.revision.as_deref()) {
-            (Some(store), Some(wanted)) if store.revision != wanted => {
-                pinned = self.registry.pinned(&request.name, wanted)?;
-                &pinned
-            }
-            _ => skill,
+        // As for load and read: a revision kept in the managed store wins;
+        // otherwise the executor checks `revision` against the digest of
+        // what it is about to run (skills of other sources).
+        let skill = match request.revision.as_deref() {
+            Some(wanted) => match self.resolve(&request.name, Some(wanted)) {
+                Ok(skill) => skill,
+                Err(error) if error.kind == ErrorKind::RevisionNotFound => {
+                    let scan = self.registry.scan();
+                    let current = find(&scan, &request.name)?;
+                    if current.store.is_some() {
+                        return Err(error);
+                    }
+                    current.clone()
+                }
+                Err(error) => return Err(error),
+            },
+            None => self.resolve(&request.name, None)?,
         };
-        self.executor.run(skill, request, context)
+        self.executor.run(&skill, request, context)
     }
 
     /// Start the component runtimes now rather than at the first run

@@ -63,7 +63,15 @@ impl Host {
             return Err(invalid("`files` go with `skill_md` (a raw-parts install)"));
         }
         let (staged, source) = if let Some(path) = &request.path {
-            let path = crate::config::absolute(Path::new(path));
+            // A client's relative path is relative to the workspace.
+            let path = match origin {
+                Origin::Client if Path::new(path).is_relative() => {
+                    self.config().workspace.join(path)
+                }
+                _ => crate::config::absolute(Path::new(path)),
+            };
+            // For a client, a path outside the workspace (or missing: its
+            // existence is not revealed) is refused alike.
             if origin == Origin::Client && !self.inside_workspace(&path) {
                 return Err(HostError::new(
                     ErrorKind::AccessDenied,
@@ -227,8 +235,13 @@ impl Host {
                 Some(value.clone())
             }
         };
-        let changed =
-            store.set_config(&request.name, &request.key, value, request.expected_version)?;
+        let changed = store.set_config(
+            &request.name,
+            &request.key,
+            value,
+            field.secret,
+            request.expected_version,
+        )?;
         Ok(self.stored(changed))
     }
 
@@ -270,35 +283,30 @@ impl Host {
     /// The store's view of a changed skill, secrets masked.
     fn stored(&self, changed: Changed) -> StoredSkill {
         let Some(entry) = changed.entry else {
+            let version = self
+                .store()
+                .catalog()
+                .ok()
+                .and_then(|c| c.removed.get(&changed.name).copied())
+                .unwrap_or(0);
             return StoredSkill {
                 name: changed.name,
                 installed: false,
-                version: 0,
+                version,
                 enabled: false,
                 active_revision: None,
                 revisions: Vec::new(),
                 config: Map::new(),
             };
         };
-        let store = self.store();
-        let secrets = self
-            .active_manifest(&store, &changed.name, &entry)
-            .map(|m| {
-                m.config
-                    .into_iter()
-                    .filter(|(_, f)| f.secret)
-                    .map(|(k, _)| k)
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default();
         let config = entry
             .config
             .iter()
-            .map(|(key, value)| {
-                let shown = if secrets.contains(key) {
+            .map(|(key, stored)| {
+                let shown = if stored.secret {
                     Value::String(MASK.into())
                 } else {
-                    value.clone()
+                    stored.value.clone()
                 };
                 (key.clone(), shown)
             })

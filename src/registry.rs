@@ -370,7 +370,7 @@ pub struct StoreEntry {
     pub revision: String,
     pub version: u64,
     pub enabled: bool,
-    pub config: BTreeMap<String, serde_json::Value>,
+    pub config: BTreeMap<String, crate::store::catalog::StoredValue>,
 }
 
 /// The state of one full scan.

@@ -386,14 +386,16 @@ fn skill_config(skill: &Skill) -> Result<Settings, HostError> {
     };
     let stored = skill.store.as_ref().map(|s| &s.config);
     for (key, field) in &manifest.config {
-        let value = stored.and_then(|c| c.get(key)).or(field.default.as_ref());
+        let set = stored.and_then(|c| c.get(key));
+        let secret = field.secret || set.is_some_and(|v| v.secret);
+        let value = set.map(|v| &v.value).or(field.default.as_ref());
         match value {
             Some(value) => {
                 let text = field.check(key, value).unwrap_or_else(|_| match value {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 });
-                if field.secret && !text.is_empty() {
+                if secret && !text.is_empty() {
                     settings.secrets.push(text.clone());
                 }
                 settings.values.push((key.clone(), text));

@@ -69,6 +69,8 @@ impl ConfigField {
     pub fn check(&self, key: &str, value: &Value) -> Result<String, String> {
         match (self.kind, value) {
             (ConfigType::Text, Value::String(s)) => Ok(s.clone()),
+            (ConfigType::Text, Value::Number(n)) => Ok(n.to_string()),
+            (ConfigType::Text, Value::Bool(b)) => Ok(b.to_string()),
             (ConfigType::Number, Value::Number(n)) => Ok(n.to_string()),
             (ConfigType::Number, Value::String(s)) if s.trim().parse::<f64>().is_ok() => {
                 Ok(s.trim().to_string())
@@ -80,7 +82,10 @@ impl ConfigField {
                 "`{key}` must be one of: {}",
                 self.values.join(", ")
             )),
-            (kind, _) => Err(format!("`{key}` must be a {kind:?} value").to_lowercase()),
+            (kind, _) => Err(format!(
+                "`{key}` must be a {} value",
+                format!("{kind:?}").to_lowercase()
+            )),
         }
     }
 }

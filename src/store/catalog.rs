@@ -23,6 +23,10 @@ pub struct Catalog {
     /// passed so that a reader holding an older catalog can finish.
     #[serde(default)]
     pub retired: Vec<Retired>,
+    /// The last version of each removed skill, so a reinstall continues the
+    /// count and a stale `expected_version` can never match again.
+    #[serde(default)]
+    pub removed: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,7 +50,16 @@ pub struct Entry {
     pub revisions: Vec<RevisionInfo>,
     /// Config values set through the store (secrets included; never echoed).
     #[serde(default)]
-    pub config: BTreeMap<String, Value>,
+    pub config: BTreeMap<String, StoredValue>,
+}
+
+/// A config value and whether it was secret when set. Secrecy sticks to
+/// the value: a later revision that stops declaring the key secret does not
+/// reveal it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredValue {
+    pub value: Value,
+    pub secret: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

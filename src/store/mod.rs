@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use self::catalog::{Catalog, Entry, Retired, RevisionInfo};
+use self::catalog::{Catalog, Entry, Retired, RevisionInfo, StoredValue};
 use self::lock::StoreLock;
 use self::stage::Staged;
 use crate::error::{ErrorKind, HostError};
@@ -145,10 +145,16 @@ impl Store {
         fsync_tree(content_dir);
         self.mutate(|catalog| {
             let current = catalog.skills.get(name);
-            check_version(name, current.map(|e| e.version), expected_version, true)?;
+            let removed_at = catalog.removed.get(name).copied();
+            check_version(
+                name,
+                current.map(|e| e.version).or(removed_at),
+                expected_version,
+                true,
+            )?;
+            let new_revision = !current.is_some_and(|e| e.revisions.iter().any(|r| r.id == id));
             let target = self.revision_dir(name, &id);
-            let new_revision = !target.exists();
-            if new_revision {
+            if !target.exists() {
                 fs::create_dir_all(target.parent().unwrap_or(&self.dir))
                     .map_err(|e| io_error("cannot create the revision directory", e))?;
                 fs::rename(content_dir, &target)
@@ -165,12 +171,13 @@ impl Store {
                 files: staged.files.len(),
                 bytes: staged.bytes,
             };
+            catalog.removed.remove(name);
             let entry = catalog
                 .skills
                 .entry(name.to_string())
                 .or_insert_with(|| Entry {
                     active: id.clone(),
-                    version: 0,
+                    version: removed_at.unwrap_or(0),
                     enabled: true,
                     revisions: Vec::new(),
                     config: Default::default(),
@@ -196,10 +203,12 @@ impl Store {
             let entry = catalog
                 .skills
                 .get(name)
-                .ok_or_else(|| not_installed(name))?;
+                .ok_or_else(|| missing(catalog, name, expected_version))?;
             check_version(name, Some(entry.version), expected_version, false)?;
             let ids: Vec<String> = entry.revisions.iter().map(|r| r.id.clone()).collect();
+            let version = entry.version + 1;
             catalog.skills.remove(name);
+            catalog.removed.insert(name.to_string(), version);
             retire(catalog, name, ids);
             Ok(Changed {
                 name: name.to_string(),
@@ -251,11 +260,14 @@ impl Store {
         name: &str,
         key: &str,
         value: Option<Value>,
+        secret: bool,
         expected_version: Option<u64>,
     ) -> Result<Changed, HostError> {
         self.update(name, expected_version, |entry| {
             match value {
-                Some(value) => entry.config.insert(key.to_string(), value),
+                Some(value) => entry
+                    .config
+                    .insert(key.to_string(), StoredValue { value, secret }),
                 None => entry.config.remove(key),
             };
             Ok(())
@@ -269,6 +281,9 @@ impl Store {
         change: impl FnOnce(&mut Entry) -> Result<(), HostError>,
     ) -> Result<Changed, HostError> {
         self.mutate(|catalog| {
+            if !catalog.skills.contains_key(name) {
+                return Err(missing(catalog, name, expected_version));
+            }
             let entry = catalog
                 .skills
                 .get_mut(name)
@@ -329,6 +344,20 @@ impl Store {
                 }
             }
         }
+    }
+}
+
+/// A change to a skill that is not installed: a conflict when the caller
+/// expected a version (the skill was removed since), else not found.
+fn missing(catalog: &Catalog, name: &str, expected_version: Option<u64>) -> HostError {
+    match (catalog.removed.get(name), expected_version) {
+        (Some(version), Some(expected)) => HostError::new(
+            ErrorKind::VersionConflict,
+            format!(
+                "skill `{name}` was removed (at version {version}), not at version {expected}: another writer changed it"
+            ),
+        ),
+        _ => not_installed(name),
     }
 }
 

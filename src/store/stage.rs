@@ -64,6 +64,13 @@ impl Staged {
     }
 }
 
+/// A path with a hidden part (`.git/config`, `.DS_Store`); `.` and `..`
+/// are not hidden (normalization deals with them).
+fn is_hidden(path: &str) -> bool {
+    path.split(['/', '\\'])
+        .any(|part| part.starts_with('.') && part != "." && part != "..")
+}
+
 fn refuse(message: impl Into<String>) -> HostError {
     HostError::new(ErrorKind::InvalidInput, message)
 }
@@ -86,13 +93,13 @@ impl Writer<'_> {
         source: &mut dyn Read,
         declared: Option<u64>,
     ) -> Result<(), HostError> {
-        let rel = fsguard::normalize_relative(rel).map_err(|e| refuse(e.message))?;
-        if rel.split('/').any(|part| part.starts_with('.')) {
+        if is_hidden(rel) {
             self.staged
                 .warnings
                 .push(format!("`{rel}` is hidden and was not installed"));
             return Ok(());
         }
+        let rel = fsguard::normalize_relative(rel).map_err(|e| refuse(e.message))?;
         if self.staged.files.contains_key(&rel) {
             return Err(refuse(format!("`{rel}` appears twice")));
         }
@@ -242,8 +249,11 @@ pub fn from_package(package: &[u8], root: &Path, limits: StageLimits) -> Result<
         };
         match entry.header().entry_type() {
             tar::EntryType::Directory => {
-                fsguard::normalize_relative(&format!("{rel}/x"))
-                    .map_err(|e| refuse(format!("`{path}`: {}", e.message)))?;
+                // Directories are created with their files; only check the path.
+                if !rel.is_empty() && !is_hidden(&rel) {
+                    fsguard::normalize_relative(&rel)
+                        .map_err(|e| refuse(format!("`{path}`: {}", e.message)))?;
+                }
             }
             tar::EntryType::Regular | tar::EntryType::Continuous => {
                 if rel.is_empty() {

@@ -8,6 +8,7 @@ pub mod guests;
 pub mod lib_host;
 pub mod scripts;
 pub mod skills;
+pub mod store;
 
 use std::fs;
 use std::path::{Path, PathBuf};
