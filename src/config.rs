@@ -90,6 +90,8 @@ pub struct ExecConfig {
     pub max_component_bytes: u64,
     /// Runs executing at once; more wait (WebAssembly instances are pooled).
     pub max_concurrent_runs: u32,
+    /// Runs that may wait for a slot; beyond that a run is RESOURCE_EXHAUSTED at once.
+    pub max_waiting_runs: u32,
     /// Bytes copied into a run's scratch space for `write` permissions.
     pub max_scratch_bytes: u64,
     /// Values the operator provides for the `env` keys components declare.
@@ -117,6 +119,7 @@ impl Default for ExecConfig {
             max_wasm_stack_bytes: 1024 * 1024,
             max_component_bytes: 64 * 1024 * 1024,
             max_concurrent_runs: 16,
+            max_waiting_runs: 64,
             max_scratch_bytes: 64 * 1024 * 1024,
             env: BTreeMap::new(),
             bwrap_path: None,

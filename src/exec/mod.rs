@@ -56,7 +56,10 @@ impl Executor {
     pub(crate) fn new(config: HostConfig) -> Self {
         Executor {
             scripts: ScriptRuntime::new(&config),
-            slots: Slots::new(config.exec.max_concurrent_runs as usize),
+            slots: Slots::new(
+                config.exec.max_concurrent_runs as usize,
+                config.exec.max_waiting_runs as usize,
+            ),
             config,
             wasm: OnceLock::new(),
             schemas: SchemaCache::default(),
@@ -79,6 +82,16 @@ impl Executor {
     /// a sandbox is usable (or unsandboxed runs were explicitly allowed).
     pub(crate) fn check_script_runtime(&self, runtime: Runtime) -> Result<(), String> {
         self.scripts.check(runtime)
+    }
+
+    /// Whether the WebAssembly runtime starts (it is started if needed).
+    pub(crate) fn wasm_status(&self) -> Result<(), String> {
+        self.wasm().map(|_| ()).map_err(|e| e.message)
+    }
+
+    /// Whether the script sandbox is usable.
+    pub(crate) fn sandbox_status(&self) -> Result<(), String> {
+        self.scripts.sandbox().map(|_| ()).map_err(str::to_string)
     }
 
     /// Start the WebAssembly runtime now (engine, pools, linker) so the first
@@ -205,6 +218,16 @@ impl Executor {
         {
             Err(NoSlot::Cancelled) => (
                 Outcome::failed(ErrorKind::Cancelled, "the request was cancelled"),
+                sandbox_kind,
+            ),
+            Err(NoSlot::Full) => (
+                Outcome::failed(
+                    ErrorKind::ResourceExhausted,
+                    format!(
+                        "{} runs are executing and {} more are waiting; try again later",
+                        self.config.exec.max_concurrent_runs, self.config.exec.max_waiting_runs
+                    ),
+                ),
                 sandbox_kind,
             ),
             Err(NoSlot::Deadline) => (

@@ -11,6 +11,9 @@ const CANCEL_POLL: Duration = Duration::from_millis(20);
 pub(crate) struct Slots {
     free: Mutex<usize>,
     freed: Condvar,
+    /// Runs allowed to wait for a slot; more are refused at once.
+    max_waiting: usize,
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 /// Why no slot was obtained.
@@ -18,15 +21,19 @@ pub(crate) struct Slots {
 pub(crate) enum NoSlot {
     Deadline,
     Cancelled,
+    /// The queue of waiting runs is full.
+    Full,
 }
 
 pub(crate) struct SlotGuard<'a>(&'a Slots);
 
 impl Slots {
-    pub(crate) fn new(count: usize) -> Self {
+    pub(crate) fn new(count: usize, max_waiting: usize) -> Self {
         Slots {
             free: Mutex::new(count.max(1)),
             freed: Condvar::new(),
+            max_waiting,
+            waiting: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -37,6 +44,16 @@ impl Slots {
         cancel: Option<&AtomicBool>,
     ) -> Result<SlotGuard<'_>, NoSlot> {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        if *free == 0 {
+            if self.waiting.load(Ordering::SeqCst) >= self.max_waiting {
+                return Err(NoSlot::Full);
+            }
+            self.waiting.fetch_add(1, Ordering::SeqCst);
+        } else {
+            *free -= 1;
+            return Ok(SlotGuard(self));
+        }
+        let _waiting = Waiting(&self.waiting);
         while *free == 0 {
             if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
                 return Err(NoSlot::Cancelled);
@@ -52,6 +69,15 @@ impl Slots {
         }
         *free -= 1;
         Ok(SlotGuard(self))
+    }
+}
+
+/// Counts a waiter out however it stops waiting.
+struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
