@@ -10,8 +10,19 @@ use crate::config::HostConfig;
 use crate::error::{ErrorKind, HostError};
 use crate::exec::{Envelope, Executor, RunContext};
 use crate::fsguard;
+use crate::metrics::{Metrics, RegistryNumbers};
 use crate::registry::{Registry, Scan, Skill};
 use crate::store::Store;
+
+/// What `/readyz` reports.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Readiness {
+    pub ready: bool,
+    /// `ok` or why the WebAssembly runtime cannot start.
+    pub wasm_runtime: String,
+    /// `ok` or why scripts cannot run (they are refused, not run unsandboxed).
+    pub script_sandbox: String,
+}
 
 /// Owns the configuration and the registry. Cheap to share behind an `Arc`;
 /// every method rescans, so changes on disk show at the next call.
@@ -19,6 +30,7 @@ pub struct Host {
     config: HostConfig,
     registry: Registry,
     executor: Executor,
+    metrics: Metrics,
 }
 
 impl Host {
@@ -33,6 +45,7 @@ impl Host {
             config,
             registry,
             executor,
+            metrics: Metrics::default(),
         }
     }
 
@@ -42,6 +55,36 @@ impl Host {
 
     pub(crate) fn executor(&self) -> &Executor {
         &self.executor
+    }
+
+    /// The host's counters (runs, rejections, HTTP requests).
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Whether the host can serve: the registry scans and the WebAssembly
+    /// runtime starts (scripts are optional: they fail closed).
+    pub fn readiness(&self) -> Readiness {
+        let _ = self.registry.scan();
+        let wasm = self.executor.wasm_status();
+        let sandbox = self.executor.sandbox_status();
+        Readiness {
+            ready: wasm.is_ok(),
+            wasm_runtime: wasm.err().unwrap_or_else(|| "ok".into()),
+            script_sandbox: sandbox.err().unwrap_or_else(|| "ok".into()),
+        }
+    }
+
+    /// The metrics in the Prometheus text format.
+    pub fn render_metrics(&self) -> String {
+        let stats = self.registry.stats();
+        let skills = self.registry.scan().skills.len();
+        self.metrics.render(&RegistryNumbers {
+            full_scans: stats.full_scans,
+            reused: stats.reused,
+            scan_time: stats.full_scan_time,
+            skills,
+        })
     }
 
     /// How registry scans were answered so far (full scans vs. reused results).
@@ -130,6 +173,19 @@ impl Host {
     /// `skill_run`: run one component of a skill. `Err` means nothing ran;
     /// a run that failed comes back as an envelope whose status says so.
     pub fn run(&self, request: &RunRequest, context: &RunContext) -> Result<Envelope, HostError> {
+        let result = self.run_resolved(request, context);
+        match &result {
+            Ok(envelope) => self.metrics.record_run(&envelope.data),
+            Err(error) => self.metrics.record_rejected(error.kind),
+        }
+        result
+    }
+
+    fn run_resolved(
+        &self,
+        request: &RunRequest,
+        context: &RunContext,
+    ) -> Result<Envelope, HostError> {
         // As for load and read: a revision kept in the managed store wins;
         // otherwise the executor checks `revision` against the digest of
         // what it is about to run (skills of other sources).

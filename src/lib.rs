@@ -14,6 +14,7 @@ pub mod host;
 pub mod listing;
 pub mod manage;
 pub mod mcp;
+pub mod metrics;
 pub mod registry;
 pub mod scaffold;
 pub mod skill;

@@ -148,6 +148,8 @@ pub struct ScanStats {
     pub full_scans: u64,
     /// Scans answered from the previous result because the watcher saw no change.
     pub reused: u64,
+    /// Time spent in full scans.
+    pub full_scan_time: std::time::Duration,
 }
 
 #[derive(Default)]
@@ -156,6 +158,7 @@ struct State {
     last: Option<Arc<Scan>>,
     full_scans: u64,
     reused: u64,
+    full_scan_time: std::time::Duration,
     watcher: Option<Watcher>,
     /// The last full scan ran with every dependency already watched and
     /// nothing volatile, so "no event" means "no change".
@@ -203,7 +206,9 @@ impl Registry {
             }
         }
         let source_ids = self.source_ids();
+        let started = std::time::Instant::now();
         let (scan, deps) = self.full_scan(&mut state.cache);
+        state.full_scan_time += started.elapsed();
         let scan = Arc::new(scan);
         state.full_scans += 1;
         state.source_ids = source_ids;
@@ -248,6 +253,7 @@ impl Registry {
         ScanStats {
             full_scans: state.full_scans,
             reused: state.reused,
+            full_scan_time: state.full_scan_time,
         }
     }
 
