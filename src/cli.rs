@@ -44,6 +44,27 @@ enum Command {
         /// skill_disable, skill_config_set, skill_revisions, skill_activate).
         #[arg(long)]
         allow_write: bool,
+        /// Serve MCP streamable HTTP (/mcp) and REST (/tools/...) on this address
+        /// instead of stdio, e.g. 127.0.0.1:8080. A non-loopback address needs --tokens.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Bearer tokens with scopes (a JSON file; see the README). Never put tokens on the command line.
+        #[arg(long, value_name = "FILE", requires = "http")]
+        tokens: Option<PathBuf>,
+        /// A host name (or host:port) accepted in the Host header; repeat for more.
+        /// Default: localhost, 127.0.0.1, ::1 and the bind address.
+        #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
+        allowed_hosts: Vec<String>,
+        /// A browser origin (scheme://host[:port]) allowed to call the server, besides pages
+        /// on the allowed hosts; repeat for more. Other Origin headers are refused.
+        #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "http")]
+        allowed_origins: Vec<String>,
+        /// Largest HTTP request body.
+        #[arg(long, default_value_t = 16 * 1024 * 1024)]
+        max_body_bytes: usize,
+        /// Seconds running requests get to finish after SIGTERM/SIGINT.
+        #[arg(long, default_value_t = 30)]
+        shutdown_grace_seconds: u64,
     },
     /// List the available skills.
     List {
@@ -248,6 +269,9 @@ struct HostArgs {
     /// Runs executing at once; more wait until their deadline.
     #[arg(long, default_value_t = ExecConfig::default().max_concurrent_runs)]
     max_concurrent_runs: u32,
+    /// Runs that may wait for a slot; more are refused at once with RESOURCE_EXHAUSTED.
+    #[arg(long, default_value_t = ExecConfig::default().max_waiting_runs)]
+    max_waiting_runs: u32,
     /// The bubblewrap binary for script components (default: /usr/bin/bwrap or PATH).
     #[arg(long, value_name = "PATH")]
     bwrap: Option<PathBuf>,
@@ -292,6 +316,7 @@ impl HostArgs {
         config.exec.default_memory_mb =
             config.exec.default_memory_mb.min(config.exec.max_memory_mb);
         config.exec.max_concurrent_runs = self.max_concurrent_runs.max(1);
+        config.exec.max_waiting_runs = self.max_waiting_runs;
         config.exec.bwrap_path = self.bwrap.clone();
         config.exec.allow_unsandboxed_scripts = self.unsafe_allow_unsandboxed_scripts;
         config.exec.artifact_retention_secs = self.artifact_retention_seconds;
@@ -329,7 +354,27 @@ pub fn run() -> i32 {
     };
     init_tracing(cli.log_level.as_deref(), default_level);
     match cli.command {
-        Command::Serve { host, allow_write } => serve(host.config(), allow_write),
+        Command::Serve {
+            host,
+            allow_write,
+            http,
+            tokens,
+            allowed_hosts,
+            allowed_origins,
+            max_body_bytes,
+            shutdown_grace_seconds,
+        } => {
+            let http = http.map(|addr| crate::http::HttpOptions {
+                addr,
+                tokens,
+                allow_write,
+                allowed_hosts,
+                allowed_origins,
+                max_body_bytes,
+                shutdown_grace: std::time::Duration::from_secs(shutdown_grace_seconds),
+            });
+            serve(host.config(), allow_write, http)
+        }
         Command::List {
             host,
             include_disabled,
@@ -590,7 +635,7 @@ fn init_tracing(flag: Option<&str>, default_level: &str) {
         .try_init();
 }
 
-fn serve(config: HostConfig, allow_write: bool) -> i32 {
+fn serve(config: HostConfig, allow_write: bool, http: Option<crate::http::HttpOptions>) -> i32 {
     let host = Arc::new(Host::new(config));
     let list = host.list(&ListRequest::default());
     tracing::info!(
@@ -601,8 +646,9 @@ fn serve(config: HostConfig, allow_write: bool) -> i32 {
             .map(|d| format!("{}={}", d.source.as_str(), d.path))
             .collect::<Vec<_>>()
             .join(" "),
-        "skillhost {} serving MCP on stdio",
-        env!("CARGO_PKG_VERSION")
+        "skillhost {} serving {}",
+        env!("CARGO_PKG_VERSION"),
+        if http.is_some() { "HTTP" } else { "MCP on stdio" }
     );
     for warning in &list.warnings {
         tracing::warn!("{warning}");
@@ -624,7 +670,11 @@ fn serve(config: HostConfig, allow_write: bool) -> i32 {
             return 2;
         }
     };
-    match runtime.block_on(crate::mcp::serve_stdio(host, allow_write)) {
+    let served = match http {
+        Some(options) => runtime.block_on(crate::http::serve_http(host, options)),
+        None => runtime.block_on(crate::mcp::serve_stdio(host, allow_write)),
+    };
+    match served {
         Ok(()) => 0,
         Err(error) => {
             tracing::error!("{error:#}");

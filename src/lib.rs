@@ -11,6 +11,7 @@ pub mod error;
 pub mod exec;
 pub mod fsguard;
 pub mod host;
+pub mod http;
 pub mod listing;
 pub mod manage;
 pub mod mcp;

@@ -47,6 +47,36 @@ impl IntoCallToolResult for ToolError {
     }
 }
 
+/// What a client may do. Over HTTP the auth layer puts one in the request's
+/// extensions; each tool call is checked against it (the tool list itself is
+/// the same for everyone). Over stdio there is none: the client owns the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Access {
+    pub read: bool,
+    pub execute: bool,
+    pub write: bool,
+}
+
+impl Access {
+    /// The scope a tool needs: `read`, `execute` or `write`.
+    pub fn scope_for(tool: &str) -> &'static str {
+        match tool {
+            "skill_list" | "skill_load" | "skill_read" => "read",
+            "skill_run" => "execute",
+            _ => "write",
+        }
+    }
+
+    /// Whether `scope` is granted.
+    pub fn allows(&self, scope: &str) -> bool {
+        match scope {
+            "read" => self.read,
+            "execute" => self.execute,
+            _ => self.write,
+        }
+    }
+}
+
 /// A finished run: the envelope as structured content and as text, with
 /// `isError` set when the run did not succeed (the envelope matches the
 /// output schema either way).
@@ -203,6 +233,33 @@ impl SkillServer {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for SkillServer {
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(parts) = context.extensions.get::<axum::http::request::Parts>() {
+            let access = parts
+                .extensions
+                .get::<Access>()
+                .copied()
+                .unwrap_or_default();
+            let scope = Access::scope_for(&request.name);
+            if !access.allows(scope) {
+                return ToolError(HostError::new(
+                    ErrorKind::AccessDenied,
+                    format!(
+                        "this token lacks the `{scope}` scope that {} needs",
+                        request.name
+                    ),
+                ))
+                .into_call_tool_result();
+            }
+        }
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        self.tool_router.call(call).await
+    }
+
     fn get_info(&self) -> ServerConfig {
         let mut implementation = Implementation::new("skillhost", env!("CARGO_PKG_VERSION"));
         implementation.title = Some("skillhost".into());

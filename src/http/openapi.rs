@@ -1,0 +1,82 @@
+//! The OpenAPI 3.1 document of the REST routes, built from the same types
+//! the routes and the MCP tools use.
+
+use schemars::{JsonSchema, schema_for};
+use serde_json::{Value, json};
+
+use crate::api::{
+    ActivateRequest, ChangeRequest, ConfigSetRequest, FileContent, InstallRequest, Installed,
+    ListRequest, LoadRequest, LoadedSkill, ReadRequest, RevisionsRequest, RunRequest, SkillList,
+    StoredSkill,
+};
+use crate::error::ErrorBody;
+use crate::exec::Envelope;
+
+fn schema<T: JsonSchema>() -> Value {
+    let mut value = serde_json::to_value(schema_for!(T)).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut value {
+        map.remove("$schema");
+    }
+    value
+}
+
+fn operation<Req: JsonSchema, Res: JsonSchema>(summary: &str, scope: &str) -> Value {
+    json!({
+        "post": {
+            "summary": summary,
+            "description": format!("Needs the `{scope}` scope."),
+            "requestBody": {"required": true, "content": {"application/json": {"schema": schema::<Req>()}}},
+            "responses": responses::<Res>(),
+        }
+    })
+}
+
+fn responses<Res: JsonSchema>() -> Value {
+    let error = json!({"content": {"application/json": {"schema": schema::<ErrorBody>()}}});
+    json!({
+        "200": {"description": "The tool's result (as the MCP tool's structuredContent).",
+                "content": {"application/json": {"schema": schema::<Res>()}}},
+        "400": {"description": "INVALID_INPUT, INVALID_PATH, INVALID_COMPONENT_TYPE", "content": error["content"]},
+        "401": {"description": "Missing or unknown bearer token", "content": error["content"]},
+        "403": {"description": "ACCESS_DENIED (scope), PATH_OUTSIDE_SKILL, Host not allowed", "content": error["content"]},
+        "404": {"description": "SKILL_NOT_FOUND, FILE_NOT_FOUND, COMPONENT_NOT_FOUND, REVISION_NOT_FOUND", "content": error["content"]},
+        "409": {"description": "SKILL_DISABLED, VERSION_CONFLICT", "content": error["content"]},
+        "413": {"description": "Request body or file too large", "content": error["content"]},
+        "429": {"description": "RESOURCE_EXHAUSTED: rate limit or no run slot", "content": error["content"]},
+        "503": {"description": "SANDBOX_UNAVAILABLE", "content": error["content"]},
+    })
+}
+
+/// The whole document.
+pub fn document() -> Value {
+    let mut list = operation::<ListRequest, SkillList>("List the available skills", "read");
+    list["get"] = json!({
+        "summary": "List the available skills",
+        "description": "Needs the `read` scope.",
+        "parameters": [{"name": "include_disabled", "in": "query", "schema": {"type": "boolean"}}],
+        "responses": responses::<SkillList>(),
+    });
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "skillhost",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "REST compatibility routes over the same core as the MCP tools (/mcp). Bodies equal the MCP tools' arguments and structuredContent; errors are {error: {kind, message}}.",
+        },
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "security": [{"bearer": []}],
+        "paths": {
+            "/tools/skill_list": list,
+            "/tools/skill_load": operation::<LoadRequest, LoadedSkill>("Load a skill's instructions and file index", "read"),
+            "/tools/skill_read": operation::<ReadRequest, FileContent>("Read one related file of a skill", "read"),
+            "/tools/skill_run": operation::<RunRequest, Envelope>("Run a component; a failed run is a 200 with status failed in the envelope", "execute"),
+            "/tools/skill_install": operation::<InstallRequest, Installed>("Install or upgrade a skill in the managed store", "write"),
+            "/tools/skill_remove": operation::<ChangeRequest, StoredSkill>("Remove an installed skill", "write"),
+            "/tools/skill_enable": operation::<ChangeRequest, StoredSkill>("Enable an installed skill", "write"),
+            "/tools/skill_disable": operation::<ChangeRequest, StoredSkill>("Disable an installed skill", "write"),
+            "/tools/skill_config_set": operation::<ConfigSetRequest, StoredSkill>("Set a config value", "write"),
+            "/tools/skill_revisions": operation::<RevisionsRequest, StoredSkill>("An installed skill's revisions", "write"),
+            "/tools/skill_activate": operation::<ActivateRequest, StoredSkill>("Make a kept revision active", "write"),
+        },
+    })
+}
