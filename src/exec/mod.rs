@@ -220,16 +220,17 @@ impl Executor {
                 Outcome::failed(ErrorKind::Cancelled, "the request was cancelled"),
                 sandbox_kind,
             ),
-            Err(NoSlot::Full) => (
-                Outcome::failed(
+            // Nothing ran and nothing waited: refuse like any other check,
+            // so HTTP answers 429 and MCP a plain tool error.
+            Err(NoSlot::Full) => {
+                return Err(HostError::new(
                     ErrorKind::ResourceExhausted,
                     format!(
-                        "{} runs are executing and {} more are waiting; try again later",
+                        "{} runs are executing and {} more are waiting (--max-concurrent-runs, --max-waiting-runs); try again later",
                         self.config.exec.max_concurrent_runs, self.config.exec.max_waiting_runs
                     ),
-                ),
-                sandbox_kind,
-            ),
+                ));
+            }
             Err(NoSlot::Deadline) => (
                 Outcome::failed(
                     ErrorKind::ResourceExhausted,

@@ -76,8 +76,15 @@ impl Tokens {
         if file.tokens.is_empty() {
             return Err(format!("{} lists no tokens", path.display()));
         }
-        let mut tokens = Vec::new();
+        let mut tokens: Vec<Token> = Vec::new();
         for entry in file.tokens {
+            if tokens.iter().any(|t| t.name == entry.name) {
+                return Err(format!(
+                    "{}: the token name `{}` is used twice (names key the rate limits)",
+                    path.display(),
+                    entry.name
+                ));
+            }
             let digest = match (&entry.token, &entry.sha256) {
                 (Some(token), None) if token.len() >= 16 => Sha256::digest(token.as_bytes()).into(),
                 (Some(_), None) => {

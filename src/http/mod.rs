@@ -297,13 +297,14 @@ async fn authenticate(State(app): State<Arc<App>>, mut request: Request, next: N
     next.run(request).await
 }
 
+/// The credentials of an `Authorization: Bearer ...` header (the scheme is
+/// case-insensitive).
 fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
-        .map(str::trim)
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, credentials) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(credentials.trim())
 }
 
 fn granted(request_access: Option<axum::Extension<Access>>) -> Access {

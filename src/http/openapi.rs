@@ -12,12 +12,37 @@ use crate::api::{
 use crate::error::ErrorBody;
 use crate::exec::Envelope;
 
+/// `T`'s schema for embedding: its `$defs` are left for [`hoist_defs`].
 fn schema<T: JsonSchema>() -> Value {
     let mut value = serde_json::to_value(schema_for!(T)).unwrap_or(Value::Null);
     if let Value::Object(map) = &mut value {
         map.remove("$schema");
     }
     value
+}
+
+/// Move every embedded schema's `$defs` to `components.schemas` and point
+/// the `$ref`s there: inside an OpenAPI document `#` is the document root,
+/// so `#/$defs/X` would not resolve where schemars put it.
+fn hoist_defs(value: &mut Value, defs: &mut serde_json::Map<String, Value>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::Object(found)) = map.remove("$defs") {
+                for (name, mut def) in found {
+                    hoist_defs(&mut def, defs);
+                    defs.insert(name, def);
+                }
+            }
+            if let Some(Value::String(reference)) = map.get_mut("$ref")
+                && let Some(name) = reference.strip_prefix("#/$defs/")
+            {
+                *reference = format!("#/components/schemas/{name}");
+            }
+            map.values_mut().for_each(|v| hoist_defs(v, defs));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| hoist_defs(v, defs)),
+        _ => {}
+    }
 }
 
 fn operation<Req: JsonSchema, Res: JsonSchema>(summary: &str, scope: &str) -> Value {
@@ -56,7 +81,7 @@ pub fn document() -> Value {
         "parameters": [{"name": "include_disabled", "in": "query", "schema": {"type": "boolean"}}],
         "responses": responses::<SkillList>(),
     });
-    json!({
+    let mut document = json!({
         "openapi": "3.1.0",
         "info": {
             "title": "skillhost",
@@ -78,5 +103,45 @@ pub fn document() -> Value {
             "/tools/skill_revisions": operation::<RevisionsRequest, StoredSkill>("An installed skill's revisions", "write"),
             "/tools/skill_activate": operation::<ActivateRequest, StoredSkill>("Make a kept revision active", "write"),
         },
-    })
+    });
+    let mut defs = serde_json::Map::new();
+    hoist_defs(&mut document["paths"], &mut defs);
+    document["components"]["schemas"] = Value::Object(defs);
+    document
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refs<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(r)) = map.get("$ref") {
+                    out.push(r);
+                }
+                map.values().for_each(|v| refs(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_reference_resolves_inside_the_document() {
+        let doc = document();
+        let mut found = Vec::new();
+        refs(&doc, &mut found);
+        assert!(!found.is_empty(), "the envelope schema uses definitions");
+        for reference in found {
+            let pointer = reference
+                .strip_prefix('#')
+                .unwrap_or_else(|| panic!("external ref {reference}"));
+            assert!(
+                doc.pointer(pointer).is_some(),
+                "{reference} does not resolve"
+            );
+        }
+        assert!(!doc.to_string().contains("$defs"));
+    }
 }

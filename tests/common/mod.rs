@@ -5,6 +5,7 @@
 
 pub mod cli_json;
 pub mod guests;
+pub mod http;
 pub mod lib_host;
 pub mod scripts;
 pub mod skills;
