@@ -152,7 +152,9 @@ pub fn get_text(server: &Server, path: &str, token: Option<&str>) -> (u16, Strin
 /// The error kind of an error body, asserting its shape.
 pub fn kind(body: &Value) -> &str {
     assert!(
-        body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()),
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
         "not an error body: {body}"
     );
     body["error"]["kind"].as_str().unwrap()
@@ -210,9 +212,7 @@ pub fn parse_prometheus(text: &str) -> Vec<Sample> {
         let (name, labels) = match series.split_once('{') {
             None => (series, Vec::new()),
             Some((name, rest)) => {
-                let body = rest
-                    .strip_suffix('}')
-                    .unwrap_or_else(|| panic!("{line}"));
+                let body = rest.strip_suffix('}').unwrap_or_else(|| panic!("{line}"));
                 let mut labels = Vec::new();
                 for pair in split_labels(body) {
                     let (key, quoted) = pair.split_once('=').unwrap_or_else(|| panic!("{line}"));
