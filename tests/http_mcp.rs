@@ -254,3 +254,60 @@ async fn cancelling_an_mcp_request_stops_the_guest() {
     );
     client.cancel().await.unwrap();
 }
+
+/// Raw streamable HTTP: a session starts at `initialize`, a DELETE ends it
+/// with 204 (what the Python SDK expects), and the ended session is gone.
+#[test]
+fn sessions_end_with_delete() {
+    let fx = fixture();
+    let server = Server::start(&fx, &[]);
+    let http = client();
+    let post = |session: Option<&str>, body: Value| {
+        let mut request = http
+            .post(server.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(session) = session {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-06-18");
+        }
+        request.send().unwrap()
+    };
+    let init = post(
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+    );
+    assert_eq!(init.status().as_u16(), 200);
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(init.text().unwrap().contains("skillhost"));
+    let initialized = post(
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert_eq!(initialized.status().as_u16(), 202);
+    let listed = post(
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    );
+    assert_eq!(listed.status().as_u16(), 200);
+    assert!(listed.text().unwrap().contains("skill_run"));
+
+    let ended = http
+        .delete(server.url("/mcp"))
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .unwrap();
+    assert_eq!(ended.status().as_u16(), 204);
+    let after = post(
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+    );
+    assert_eq!(after.status().as_u16(), 404, "the session is gone");
+}

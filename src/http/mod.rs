@@ -357,10 +357,17 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
 /// `/mcp`: the streamable HTTP MCP service (the same tools as stdio).
 async fn mcp(State(app): State<Arc<App>>, request: Request) -> Response {
     let mut service = app.mcp.clone();
-    match service.call(request).await {
+    let ending_session = request.method() == axum::http::Method::DELETE;
+    let mut response = match service.call(request).await {
         Ok(response) => response.map(Body::new),
         Err(never) => match never {},
+    };
+    // rmcp answers a session DELETE with 202; clients (the Python SDK) take
+    // only 200/204 as "ended" and log a failure otherwise.
+    if ending_session && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
     }
+    response
 }
 
 #[derive(serde::Deserialize)]
