@@ -10,7 +10,7 @@ use crate::config::HostConfig;
 use crate::error::{ErrorKind, HostError};
 use crate::exec::{Envelope, Executor, RunContext};
 use crate::fsguard;
-use crate::metrics::{Metrics, RegistryNumbers};
+use crate::metrics::{Metrics, Snapshot};
 use crate::registry::{Registry, Scan, Skill};
 use crate::store::Store;
 
@@ -79,11 +79,14 @@ impl Host {
     pub fn render_metrics(&self) -> String {
         let stats = self.registry.stats();
         let skills = self.registry.scan().skills.len();
-        self.metrics.render(&RegistryNumbers {
+        let (executing, waiting) = self.executor.occupancy();
+        self.metrics.render(&Snapshot {
             full_scans: stats.full_scans,
             reused: stats.reused,
             scan_time: stats.full_scan_time,
             skills,
+            runs_executing: executing,
+            runs_waiting: waiting,
         })
     }
 

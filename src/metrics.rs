@@ -95,163 +95,217 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition, with the registry's numbers given.
-    pub fn render(&self, registry: &RegistryNumbers) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "# HELP skillhost_executions_total Component runs by runtime, status and error kind."
+    pub fn render(&self, now: &Snapshot) -> String {
+        let mut out = Exposition::default();
+        out.family(
+            "skillhost_executions_total",
+            "counter",
+            "Component runs by runtime, status and error kind.",
         );
-        let _ = writeln!(out, "# TYPE skillhost_executions_total counter");
-        for ((runtime, status, kind), n) in lock(&self.executions).iter() {
-            let _ = writeln!(
-                out,
-                "skillhost_executions_total{{runtime=\"{}\",status=\"{}\",error_kind=\"{}\"}} {n}",
-                label(runtime),
-                label(status),
-                label(kind)
+        let executions = lock(&self.executions).clone();
+        for ((runtime, status, kind), n) in &executions {
+            out.sample(
+                "skillhost_executions_total",
+                &[
+                    ("runtime", runtime),
+                    ("status", status),
+                    ("error_kind", kind),
+                ],
+                n,
             );
         }
-        let _ = writeln!(
-            out,
-            "# HELP skillhost_execution_duration_seconds Wall-clock duration of component runs."
+        out.family(
+            "skillhost_execution_duration_seconds",
+            "histogram",
+            "Wall-clock duration of component runs.",
         );
-        let _ = writeln!(out, "# TYPE skillhost_execution_duration_seconds histogram");
         for (runtime, histogram) in lock(&self.durations).iter() {
+            let name = "skillhost_execution_duration_seconds";
             for (bound, n) in BUCKETS.iter().zip(&histogram.counts) {
-                let _ = writeln!(
-                    out,
-                    "skillhost_execution_duration_seconds_bucket{{runtime=\"{}\",le=\"{bound}\"}} {n}",
-                    label(runtime)
+                let bound = bound.to_string();
+                out.sample(
+                    &format!("{name}_bucket"),
+                    &[("runtime", runtime), ("le", &bound)],
+                    n,
                 );
             }
-            let _ = writeln!(
-                out,
-                "skillhost_execution_duration_seconds_bucket{{runtime=\"{}\",le=\"+Inf\"}} {}",
-                label(runtime),
-                histogram.count
+            let runtime: &[(&str, &str)] = &[("runtime", runtime)];
+            out.sample(
+                &format!("{name}_bucket"),
+                &[runtime[0], ("le", "+Inf")],
+                histogram.count,
             );
-            let _ = writeln!(
-                out,
-                "skillhost_execution_duration_seconds_sum{{runtime=\"{}\"}} {}",
-                label(runtime),
-                histogram.sum
-            );
-            let _ = writeln!(
-                out,
-                "skillhost_execution_duration_seconds_count{{runtime=\"{}\"}} {}",
-                label(runtime),
-                histogram.count
-            );
+            out.sample(&format!("{name}_sum"), runtime, histogram.sum);
+            out.sample(&format!("{name}_count"), runtime, histogram.count);
         }
-        let rejected = lock(&self.rejected);
-        let _ = writeln!(
-            out,
-            "# HELP skillhost_rejected_runs_total Runs refused before anything ran, by error kind."
+        let rejected = lock(&self.rejected).clone();
+        out.family(
+            "skillhost_rejected_runs_total",
+            "counter",
+            "Runs refused before anything ran, by error kind.",
         );
-        let _ = writeln!(out, "# TYPE skillhost_rejected_runs_total counter");
-        for (kind, n) in rejected.iter() {
-            let _ = writeln!(
-                out,
-                "skillhost_rejected_runs_total{{error_kind=\"{}\"}} {n}",
-                label(kind)
-            );
+        for (kind, n) in &rejected {
+            out.sample("skillhost_rejected_runs_total", &[("error_kind", kind)], n);
         }
-        let _ = writeln!(
-            out,
-            "# HELP skillhost_input_validation_errors_total Run inputs refused by their input schema or as malformed."
+        let refused = |kind: ErrorKind| rejected.get(kind.as_str()).copied().unwrap_or(0);
+        out.family(
+            "skillhost_input_validation_errors_total",
+            "counter",
+            "Run inputs refused by their input schema or as malformed.",
         );
-        let _ = writeln!(
-            out,
-            "# TYPE skillhost_input_validation_errors_total counter"
+        out.sample(
+            "skillhost_input_validation_errors_total",
+            &[],
+            refused(ErrorKind::InvalidInput),
         );
-        let _ = writeln!(
-            out,
-            "skillhost_input_validation_errors_total {}",
-            rejected
-                .get(ErrorKind::InvalidInput.as_str())
-                .copied()
-                .unwrap_or(0)
+        out.family(
+            "skillhost_limit_hits_total",
+            "counter",
+            "Runs stopped by a limit (timeout, fuel, memory, processes, output) or refused for a full run queue.",
         );
-        drop(rejected);
-        let _ = writeln!(
-            out,
-            "# HELP skillhost_limit_hits_total Runs stopped by a limit (timeout, fuel, memory, processes, output, slots)."
-        );
-        let _ = writeln!(out, "# TYPE skillhost_limit_hits_total counter");
         for kind in [ErrorKind::ExecutionTimeout, ErrorKind::ResourceExhausted] {
-            let hits: u64 = lock(&self.executions)
+            let stopped: u64 = executions
                 .iter()
                 .filter(|((_, _, k), _)| k == kind.as_str())
                 .map(|(_, n)| n)
                 .sum();
-            let _ = writeln!(
-                out,
-                "skillhost_limit_hits_total{{error_kind=\"{}\"}} {hits}",
-                kind.as_str()
+            out.sample(
+                "skillhost_limit_hits_total",
+                &[("error_kind", kind.as_str())],
+                stopped + refused(kind),
             );
         }
-        let _ = writeln!(
-            out,
-            "# HELP skillhost_rate_limited_total HTTP requests refused by a token's rate limit."
+        out.family(
+            "skillhost_rate_limited_total",
+            "counter",
+            "HTTP requests refused by a token's rate limit.",
         );
-        let _ = writeln!(out, "# TYPE skillhost_rate_limited_total counter");
-        let _ = writeln!(
-            out,
-            "skillhost_rate_limited_total {}",
-            self.rate_limited.load(Ordering::Relaxed)
+        out.sample(
+            "skillhost_rate_limited_total",
+            &[],
+            self.rate_limited.load(Ordering::Relaxed),
         );
-        let _ = writeln!(
-            out,
-            "# HELP skillhost_http_requests_total HTTP requests by route and status code."
+        out.family(
+            "skillhost_http_requests_total",
+            "counter",
+            "HTTP requests by route and status code.",
         );
-        let _ = writeln!(out, "# TYPE skillhost_http_requests_total counter");
         for ((route, status), n) in lock(&self.http).iter() {
-            let _ = writeln!(
-                out,
-                "skillhost_http_requests_total{{route=\"{}\",status=\"{status}\"}} {n}",
-                label(route)
+            let status = status.to_string();
+            out.sample(
+                "skillhost_http_requests_total",
+                &[("route", route), ("status", &status)],
+                n,
             );
         }
-        let _ = writeln!(
-            out,
-            "# HELP skillhost_registry_scans_total Registry scans by kind (full: stat every skill; reused: nothing changed)."
+        out.family(
+            "skillhost_registry_scans_total",
+            "counter",
+            "Registry scans by kind (full: stat every skill; reused: nothing changed).",
         );
-        let _ = writeln!(out, "# TYPE skillhost_registry_scans_total counter");
-        let _ = writeln!(
-            out,
-            "skillhost_registry_scans_total{{kind=\"full\"}} {}",
-            registry.full_scans
+        let scans = "skillhost_registry_scans_total";
+        out.sample(scans, &[("kind", "full")], now.full_scans);
+        out.sample(scans, &[("kind", "reused")], now.reused);
+        out.family(
+            "skillhost_registry_scan_seconds_total",
+            "counter",
+            "Time spent in full registry scans.",
         );
-        let _ = writeln!(
-            out,
-            "skillhost_registry_scans_total{{kind=\"reused\"}} {}",
-            registry.reused
+        out.sample(
+            "skillhost_registry_scan_seconds_total",
+            &[],
+            now.scan_time.as_secs_f64(),
         );
-        let _ = writeln!(
-            out,
-            "# HELP skillhost_registry_scan_seconds_total Time spent in full registry scans."
+        out.family(
+            "skillhost_skills",
+            "gauge",
+            "Skills currently listed (enabled).",
         );
-        let _ = writeln!(out, "# TYPE skillhost_registry_scan_seconds_total counter");
-        let _ = writeln!(
-            out,
-            "skillhost_registry_scan_seconds_total {}",
-            registry.scan_time.as_secs_f64()
+        out.sample("skillhost_skills", &[], now.skills);
+        out.family(
+            "skillhost_runs_executing",
+            "gauge",
+            "Runs executing now (at most --max-concurrent-runs).",
         );
-        let _ = writeln!(
-            out,
-            "# HELP skillhost_skills Skills currently listed (enabled)."
+        out.sample("skillhost_runs_executing", &[], now.runs_executing);
+        out.family(
+            "skillhost_runs_waiting",
+            "gauge",
+            "Runs waiting for a slot (at most --max-waiting-runs).",
         );
-        let _ = writeln!(out, "# TYPE skillhost_skills gauge");
-        let _ = writeln!(out, "skillhost_skills {}", registry.skills);
-        out
+        out.sample("skillhost_runs_waiting", &[], now.runs_waiting);
+        out.0
     }
 }
 
-/// The registry's numbers for a metrics render.
+/// Prometheus text being written.
+#[derive(Default)]
+struct Exposition(String);
+
+impl Exposition {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.0, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
+        self.0.push_str(name);
+        if !labels.is_empty() {
+            let pairs: Vec<String> = labels
+                .iter()
+                .map(|(k, v)| format!("{k}=\"{}\"", label(v)))
+                .collect();
+            let _ = write!(self.0, "{{{}}}", pairs.join(","));
+        }
+        let _ = writeln!(self.0, " {value}");
+    }
+}
+
+/// Numbers the host reads at render time: the registry's and the run slots'.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct RegistryNumbers {
+pub struct Snapshot {
     pub full_scans: u64,
     pub reused: u64,
     pub scan_time: Duration,
     pub skills: usize,
+    pub runs_executing: usize,
+    pub runs_waiting: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped_and_families_typed() {
+        let metrics = Metrics::default();
+        metrics.record_http("/a\"b\\c\nd", 200);
+        metrics.record_rejected(ErrorKind::InvalidInput);
+        let text = metrics.render(&Snapshot {
+            full_scans: 2,
+            reused: 5,
+            scan_time: Duration::from_millis(1500),
+            skills: 3,
+            runs_executing: 2,
+            runs_waiting: 1,
+        });
+        assert!(
+            text.contains(r#"skillhost_http_requests_total{route="/a\"b\\c\nd",status="200"} 1"#),
+            "{text}"
+        );
+        assert!(text.contains("skillhost_input_validation_errors_total 1\n"));
+        assert!(text.contains("skillhost_registry_scans_total{kind=\"reused\"} 5\n"));
+        assert!(text.contains("skillhost_registry_scan_seconds_total 1.5\n"));
+        assert!(text.contains("# TYPE skillhost_skills gauge\nskillhost_skills 3\n"));
+        assert!(text.contains("skillhost_runs_executing 2\n"));
+        assert!(text.contains("skillhost_runs_waiting 1\n"));
+        // Every sample line belongs to a family declared just before it.
+        let mut family = String::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                family = rest.split(' ').next().unwrap().to_string();
+            } else if !line.starts_with('#') {
+                assert!(line.starts_with(&family), "{line} outside {family}");
+            }
+        }
+    }
 }

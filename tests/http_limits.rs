@@ -35,6 +35,23 @@ fn spawn_run(url: String, component: &str, input: Value) -> thread::JoinHandle<(
     thread::spawn(move || reply(client().post(url).json(&body).send().unwrap()))
 }
 
+/// Wait until the server reports `executing` and `waiting` runs.
+fn await_gauges(server: &Server, executing: u32, waiting: u32) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let m = parse_prometheus(&get_text(server, "/metrics", None).1);
+        let now = (
+            sample(&m, "skillhost_runs_executing", &[]),
+            sample(&m, "skillhost_runs_waiting", &[]),
+        );
+        if now == (f64::from(executing), f64::from(waiting)) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "gauges stuck at {now:?}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_full_queue_is_refused_and_the_metrics_count_it() {
     let fx = fixture();
@@ -43,11 +60,19 @@ fn a_full_queue_is_refused_and_the_metrics_count_it() {
         &["--max-concurrent-runs", "1", "--max-waiting-runs", "1"],
     );
     let url = server.url("/tools/skill_run");
+    // Compile word-count first, so the run that waits below queues at once.
+    let warm = post(
+        &server,
+        "/tools/skill_run",
+        None,
+        run_body("wc", json!({"text": "warm"})),
+    );
+    assert_eq!(warm.0, 200);
     // One run holds the only slot for 3 s, one waits for it, the third is refused.
     let holder = spawn_run(url.clone(), "spin-3s", json!({}));
-    thread::sleep(Duration::from_millis(400));
+    await_gauges(&server, 1, 0);
     let waiter = spawn_run(url.clone(), "wc", json!({"text": "after the wait"}));
-    thread::sleep(Duration::from_millis(400));
+    await_gauges(&server, 1, 1);
     let started = Instant::now();
     let (status, refused) = post(
         &server,
@@ -102,7 +127,7 @@ fn a_full_queue_is_refused_and_the_metrics_count_it() {
     let wasi_ok = [("runtime", "wasi"), ("status", "succeeded")];
     assert_eq!(
         sample(&m, "skillhost_executions_total", &wasi_ok),
-        1.0,
+        2.0,
         "{text}"
     );
     let timeout = [("runtime", "wasi"), ("error_kind", "EXECUTION_TIMEOUT")];
@@ -121,18 +146,20 @@ fn a_full_queue_is_refused_and_the_metrics_count_it() {
     );
     let timeout_hits = [("error_kind", "EXECUTION_TIMEOUT")];
     assert_eq!(sample(&m, "skillhost_limit_hits_total", &timeout_hits), 1.0);
-    // Two runs executed: the histogram counts both, the 3 s one above 2 s.
+    // The refusal for a full queue is a limit hit too.
+    assert_eq!(sample(&m, "skillhost_limit_hits_total", &exhausted), 1.0);
+    // Three runs executed: the histogram counts them all.
     let wasi = [("runtime", "wasi")];
     assert_eq!(
         sample(&m, "skillhost_execution_duration_seconds_count", &wasi),
-        2.0
+        3.0
     );
     let sum = sample(&m, "skillhost_execution_duration_seconds_sum", &wasi);
     assert!((3.0..20.0).contains(&sum), "{sum}");
     let inf = [("runtime", "wasi"), ("le", "+Inf")];
     assert_eq!(
         sample(&m, "skillhost_execution_duration_seconds_bucket", &inf),
-        2.0
+        3.0
     );
     let route = |code: &str| {
         sample(
@@ -143,7 +170,7 @@ fn a_full_queue_is_refused_and_the_metrics_count_it() {
     };
     assert_eq!(
         (route("200"), route("429"), route("400"), route("404")),
-        (2.0, 1.0, 1.0, 1.0)
+        (3.0, 1.0, 1.0, 1.0)
     );
     assert_eq!(sample(&m, "skillhost_skills", &[]), 1.0);
     assert!(sample(&m, "skillhost_registry_scans_total", &[("kind", "full")]) >= 1.0);

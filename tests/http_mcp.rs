@@ -5,20 +5,20 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::Fixture;
 use common::http::*;
+use common::mcp::Recorder;
 use common::skills::yaml_skill;
+use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, NumberOrString,
-    ProgressNotificationParam, ProgressToken, RequestMetaObject,
+    ProgressToken, RequestMetaObject,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 
 const MANIFEST: &str = "components:
@@ -28,21 +28,6 @@ const MANIFEST: &str = "components:
 ";
 const READ: &str = "read-token-0123456789";
 const ALL: &str = "all-token-0123456789";
-
-#[derive(Clone, Default)]
-struct Recorder {
-    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
-}
-
-impl ClientHandler for Recorder {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.progress.lock().unwrap().push(params);
-    }
-}
 
 type Client = RunningService<RoleClient, Recorder>;
 

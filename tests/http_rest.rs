@@ -7,6 +7,7 @@ mod common;
 
 use common::Fixture;
 use common::http::*;
+use common::mcp::{READ_TOOLS, WRITE_TOOLS};
 use common::skills::{HOSTILE, yaml_skill};
 use serde_json::{Value, json};
 
@@ -328,19 +329,7 @@ fn health_readiness_and_the_openapi_document() {
     assert_eq!(status, 200);
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."), "{doc}");
     let paths: Vec<&String> = doc["paths"].as_object().unwrap().keys().collect();
-    for route in [
-        "skill_list",
-        "skill_load",
-        "skill_read",
-        "skill_run",
-        "skill_install",
-        "skill_remove",
-        "skill_enable",
-        "skill_disable",
-        "skill_config_set",
-        "skill_revisions",
-        "skill_activate",
-    ] {
+    for route in READ_TOOLS.iter().chain(&WRITE_TOOLS) {
         let path = format!("/tools/{route}");
         assert!(paths.contains(&&path), "{path} missing from {paths:?}");
     }

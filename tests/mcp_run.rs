@@ -5,35 +5,19 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::Fixture;
 use common::guests::guest;
+use common::mcp::Recorder;
+use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, NumberOrString,
-    ProgressNotificationParam, ProgressToken, RequestMetaObject, Tool,
+    ProgressToken, RequestMetaObject, Tool,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
-
-/// A client that records progress notifications.
-#[derive(Clone, Default)]
-struct Recorder {
-    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
-}
-
-impl ClientHandler for Recorder {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.progress.lock().unwrap().push(params);
-    }
-}
 
 type Client = RunningService<RoleClient, Recorder>;
 

@@ -10,6 +10,7 @@ use std::process::Stdio;
 
 use base64::Engine as _;
 use common::Fixture;
+use common::mcp::{READ_TOOLS, WRITE_TOOLS};
 use common::store::*;
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
@@ -18,17 +19,6 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 
 type Client = RunningService<RoleClient, ()>;
-
-const READ_TOOLS: [&str; 4] = ["skill_list", "skill_load", "skill_read", "skill_run"];
-const WRITE_TOOLS: [&str; 7] = [
-    "skill_install",
-    "skill_remove",
-    "skill_enable",
-    "skill_disable",
-    "skill_config_set",
-    "skill_revisions",
-    "skill_activate",
-];
 
 async fn connect(fx: &Fixture, allow_write: bool) -> Client {
     let args: &[&str] = if allow_write {

@@ -84,6 +84,11 @@ impl Executor {
         self.scripts.check(runtime)
     }
 
+    /// Runs executing now and runs waiting for a slot.
+    pub(crate) fn occupancy(&self) -> (usize, usize) {
+        self.slots.occupancy()
+    }
+
     /// Whether the WebAssembly runtime starts (it is started if needed).
     pub(crate) fn wasm_status(&self) -> Result<(), String> {
         self.wasm().map(|_| ()).map_err(|e| e.message)

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 const CANCEL_POLL: Duration = Duration::from_millis(20);
 
 pub(crate) struct Slots {
+    count: usize,
     free: Mutex<usize>,
     freed: Condvar,
     /// Runs allowed to wait for a slot; more are refused at once.
@@ -30,11 +31,18 @@ pub(crate) struct SlotGuard<'a>(&'a Slots);
 impl Slots {
     pub(crate) fn new(count: usize, max_waiting: usize) -> Self {
         Slots {
+            count: count.max(1),
             free: Mutex::new(count.max(1)),
             freed: Condvar::new(),
             max_waiting,
             waiting: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// Runs executing now and runs waiting for a slot.
+    pub(crate) fn occupancy(&self) -> (usize, usize) {
+        let free = *self.free.lock().unwrap_or_else(|e| e.into_inner());
+        (self.count - free, self.waiting.load(Ordering::SeqCst))
     }
 
     /// Wait for a free slot until `deadline`, giving up early when `cancel` is set.

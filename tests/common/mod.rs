@@ -7,6 +7,7 @@ pub mod cli_json;
 pub mod guests;
 pub mod http;
 pub mod lib_host;
+pub mod mcp;
 pub mod scripts;
 pub mod skills;
 pub mod store;
