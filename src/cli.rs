@@ -65,6 +65,13 @@ enum Command {
         /// Seconds running requests get to finish after SIGTERM/SIGINT.
         #[arg(long, default_value_t = 30)]
         shutdown_grace_seconds: u64,
+        /// HTTP connections open at once; more wait to be accepted.
+        #[arg(long, default_value_t = 1024)]
+        max_connections: usize,
+        /// Seconds a client has to send a request's headers; idle keep-alive
+        /// connections are closed after the same time.
+        #[arg(long, default_value_t = 30)]
+        header_read_timeout_seconds: u64,
     },
     /// List the available skills.
     List {
@@ -363,6 +370,8 @@ pub fn run() -> i32 {
             allowed_origins,
             max_body_bytes,
             shutdown_grace_seconds,
+            max_connections,
+            header_read_timeout_seconds,
         } => {
             let http = http.map(|addr| crate::http::HttpOptions {
                 addr,
@@ -372,6 +381,12 @@ pub fn run() -> i32 {
                 allowed_origins,
                 max_body_bytes,
                 shutdown_grace: std::time::Duration::from_secs(shutdown_grace_seconds),
+                connections: crate::http::ConnectionLimits {
+                    max_connections,
+                    header_read_timeout: std::time::Duration::from_secs(
+                        header_read_timeout_seconds.max(1),
+                    ),
+                },
             });
             serve(host.config(), allow_write, http)
         }

@@ -253,3 +253,92 @@ fn shutdown_stops_waiting_after_the_grace() {
     );
     assert!(server.log().contains("grace"), "{}", server.log());
 }
+
+/// How long until the server closes `stream` after `send`, and what it said.
+fn closed_after(stream: &mut std::net::TcpStream, send: &[u8]) -> (Duration, String) {
+    use std::io::{Read, Write};
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(send).unwrap();
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    (
+        started.elapsed(),
+        String::from_utf8_lossy(&answer).into_owned(),
+    )
+}
+
+fn about_one_second(waited: Duration) -> bool {
+    waited >= Duration::from_millis(800) && waited < Duration::from_secs(5)
+}
+
+#[test]
+fn slow_headers_and_idle_connections_are_cut_off() {
+    let fx = fixture();
+    let server = Server::start(&fx, &["--header-read-timeout-seconds", "1"]);
+    let connect = || std::net::TcpStream::connect(&server.addr).unwrap();
+    // Headers trickled in and never finished.
+    let (waited, answer) = closed_after(&mut connect(), b"GET /healthz HTTP/1.1\r\nHost: x\r\n");
+    assert!(about_one_second(waited), "{waited:?}");
+    assert!(!answer.contains("200 OK"), "{answer}");
+    // A client that connects and says nothing.
+    let (waited, answer) = closed_after(&mut connect(), b"");
+    assert!(about_one_second(waited), "{waited:?}");
+    assert!(answer.is_empty(), "{answer}");
+    // A keep-alive connection left idle after its answer.
+    let request = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    let (waited, answer) = closed_after(&mut connect(), request);
+    assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+    assert!(about_one_second(waited), "{waited:?}");
+    // A prompt client is served, also when its answer takes longer than
+    // the header timeout.
+    assert_eq!(get_text(&server, "/healthz", None).0, 200);
+    let (status, slow) = post(
+        &server,
+        "/tools/skill_run",
+        None,
+        run_body("spin-3s", json!({})),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(slow["data"]["error_kind"], "EXECUTION_TIMEOUT", "{slow}");
+}
+
+#[test]
+fn connections_over_the_cap_wait_until_one_closes() {
+    let fx = fixture();
+    let server = Server::start(
+        &fx,
+        &[
+            "--max-connections",
+            "2",
+            "--header-read-timeout-seconds",
+            "30",
+        ],
+    );
+    let idle: Vec<std::net::TcpStream> = (0..2)
+        .map(|_| std::net::TcpStream::connect(&server.addr).unwrap())
+        .collect();
+    // Give the server time to accept both.
+    thread::sleep(Duration::from_millis(300));
+    let impatient = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_millis(800))
+        .build()
+        .unwrap();
+    assert!(
+        impatient.get(server.url("/healthz")).send().is_err(),
+        "a third connection must wait while two are open"
+    );
+    drop(idle);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match impatient.get(server.url("/healthz")).send() {
+            Ok(response) => {
+                assert_eq!(response.status().as_u16(), 200);
+                break;
+            }
+            Err(error) => assert!(Instant::now() < deadline, "{error}"),
+        }
+    }
+}

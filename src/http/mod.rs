@@ -4,6 +4,9 @@
 //! rebinding, body-size and rate limits, and a graceful shutdown.
 
 pub mod auth;
+mod listen;
+
+pub use self::listen::ConnectionLimits;
 mod openapi;
 mod rest;
 
@@ -52,6 +55,8 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// How long running requests may take to finish after a shutdown signal.
     pub shutdown_grace: Duration,
+    /// Open connections and the time a client has to send its headers.
+    pub connections: ConnectionLimits,
 }
 
 type McpService = StreamableHttpService<SkillServer, LocalSessionManager>;
@@ -114,14 +119,15 @@ pub async fn serve_http(host: Arc<Host>, options: HttpOptions) -> anyhow::Result
         env!("CARGO_PKG_VERSION")
     );
     let stopping = shutdown.clone();
-    let server = axum::serve(listener, router).with_graceful_shutdown(async move {
+    tokio::spawn(async move {
         shutdown_signal().await;
         tracing::info!("shutting down: no new requests; running ones may finish");
         stopping.cancel();
     });
+    let served = listen::serve(listener, router, options.connections, shutdown.clone());
     let grace = options.shutdown_grace;
     tokio::select! {
-        result = server => result?,
+        _ = served => {}
         _ = async { shutdown.cancelled().await; tokio::time::sleep(grace).await } => {
             tracing::warn!("requests still running after the {grace:?} grace; stopping anyway");
         }
