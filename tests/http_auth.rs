@@ -249,3 +249,17 @@ fn a_public_bind_needs_tokens_and_bad_token_files_stop_the_start() {
     let out = fx.run(&["serve", "--tokens", "x.json"]);
     assert_ne!(out.status.code(), Some(0));
 }
+
+#[test]
+fn clear_tokens_in_a_shared_file_are_warned_about() {
+    use std::os::unix::fs::PermissionsExt;
+    let (fx, tokens) = fixture();
+    std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let shared = Server::start(&fx, &["--tokens", &tokens]);
+    // The warning comes before the listening line that Server::start waits for.
+    assert!(shared.log().contains("chmod 600"), "{}", shared.log());
+    drop(shared);
+    std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let private = Server::start(&fx, &["--tokens", &tokens]);
+    assert!(!private.log().contains("chmod 600"), "{}", private.log());
+}

@@ -76,6 +76,9 @@ impl Tokens {
         if file.tokens.is_empty() {
             return Err(format!("{} lists no tokens", path.display()));
         }
+        if file.tokens.iter().any(|t| t.token.is_some()) {
+            warn_if_shared(path);
+        }
         let mut tokens: Vec<Token> = Vec::new();
         for entry in file.tokens {
             if tokens.iter().any(|t| t.name == entry.name) {
@@ -148,6 +151,20 @@ impl Tokens {
         } else {
             false
         }
+    }
+}
+
+/// Clear tokens in a file others can read are everyone's tokens: say so.
+fn warn_if_shared(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(meta) = std::fs::metadata(path)
+        && meta.permissions().mode() & 0o077 != 0
+    {
+        tracing::warn!(
+            "{} holds clear tokens and is readable by other users (mode {:o}); chmod 600 it or store sha256 digests instead",
+            path.display(),
+            meta.permissions().mode() & 0o777
+        );
     }
 }
 

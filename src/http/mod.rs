@@ -187,17 +187,25 @@ fn router(app: Arc<App>, max_body_bytes: usize) -> Router {
         .with_state(app)
 }
 
-/// Count every request by route and status.
+/// Count every request by route and status (and log it at debug level).
 async fn count(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
     let route = request
         .extensions()
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "unmatched".into());
+    let method = request.method().clone();
+    let started = std::time::Instant::now();
     let response = next.run(request).await;
-    app.host
-        .metrics()
-        .record_http(&route, response.status().as_u16());
+    let status = response.status().as_u16();
+    app.host.metrics().record_http(&route, status);
+    tracing::debug!(
+        %method,
+        route,
+        status,
+        ms = started.elapsed().as_secs_f64() * 1000.0,
+        "http request"
+    );
     response
 }
 
