@@ -245,6 +245,16 @@ fn a_public_bind_needs_tokens_and_bad_token_files_stop_the_start() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(complaint), "{file}: {stderr}");
     }
+    // A port that is taken is named in the error.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = fx.run(&["serve", "--http", &addr]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("cannot listen on {addr}")),
+        "{stderr}"
+    );
     // Tokens belong in a file: the flag needs --http and takes no token value.
     let out = fx.run(&["serve", "--tokens", "x.json"]);
     assert_ne!(out.status.code(), Some(0));

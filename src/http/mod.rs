@@ -110,7 +110,9 @@ pub async fn serve_http(host: Arc<Host>, options: HttpOptions) -> anyhow::Result
         ),
     });
     let router = router(Arc::clone(&app), options.max_body_bytes);
-    let listener = tokio::net::TcpListener::bind(options.addr).await?;
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", options.addr))?;
     tracing::info!(
         addr = %listener.local_addr()?,
         auth = app.tokens.is_some(),
