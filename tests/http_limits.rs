@@ -217,6 +217,8 @@ fn shutdown_lets_running_executions_finish_within_the_grace() {
     let fx = fixture();
     let mut server = Server::start(&fx, &["--shutdown-grace-seconds", "20"]);
     let running = spawn_run(server.url("/tools/skill_run"), "spin-3s", json!({}));
+    // A client that connected and said nothing does not hold the shutdown up.
+    let _silent = std::net::TcpStream::connect(&server.addr).unwrap();
     thread::sleep(Duration::from_millis(500));
     server.terminate();
     // The run in flight still gets its whole answer.

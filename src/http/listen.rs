@@ -66,14 +66,18 @@ pub async fn serve(
         let builder = builder.clone();
         let watcher = graceful.watcher();
         let first_byte = limits.header_read_timeout;
+        let stopping = stop.clone();
         tokio::spawn(async move {
             // hyper's header timer starts with the first byte: a client that
-            // connects and stays silent is dropped here.
+            // connects and stays silent is dropped here, and at shutdown.
             let mut byte = [0u8; 1];
-            if !matches!(
-                tokio::time::timeout(first_byte, stream.peek(&mut byte)).await,
-                Ok(Ok(1..))
-            ) {
+            let spoke = tokio::select! {
+                peeked = tokio::time::timeout(first_byte, stream.peek(&mut byte)) => {
+                    matches!(peeked, Ok(Ok(1..)))
+                }
+                _ = stopping.cancelled() => false,
+            };
+            if !spoke {
                 drop(permit);
                 return;
             }
