@@ -9,13 +9,10 @@ use std::time::{Duration, Instant};
 
 use common::Fixture;
 use common::http::*;
-use common::mcp::Recorder;
+use common::mcp::{Recorder, with_progress_token};
 use common::skills::yaml_skill;
 use rmcp::ServiceExt;
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, NumberOrString,
-    ProgressToken, RequestMetaObject,
-};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest};
 use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -159,23 +156,18 @@ async fn progress_notifications_reach_http_clients() {
     let server = Server::start(&fx, &[]);
     let recorder = Recorder::default();
     let client = connect(&server, None, recorder.clone()).await;
-    let mut request = params(
+    let request = params(
         "skill_run",
         json!({"name": "demo", "component": "greeter", "input": {"name": "Ada"}}),
     );
-    let mut meta = RequestMetaObject::default();
-    meta.set_progress_token(ProgressToken(NumberOrString::Number(3)));
-    request.meta = Some(meta);
-    let result = client.call_tool(request).await.unwrap();
+    let result = client
+        .call_tool(with_progress_token(request, 3))
+        .await
+        .unwrap();
     assert_eq!(result.is_error, Some(false), "{result:?}");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while recorder.progress.lock().unwrap().len() < 2 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     let seen: Vec<(f64, Option<String>)> = recorder
-        .progress
-        .lock()
-        .unwrap()
+        .await_progress(2)
+        .await
         .iter()
         .map(|p| (p.progress, p.message.clone()))
         .collect();

@@ -9,12 +9,9 @@ use std::time::{Duration, Instant};
 
 use common::Fixture;
 use common::guests::guest;
-use common::mcp::Recorder;
+use common::mcp::{Recorder, with_progress_token};
 use rmcp::ServiceExt;
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, NumberOrString,
-    ProgressToken, RequestMetaObject, Tool,
-};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, Tool};
 use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
@@ -141,18 +138,10 @@ async fn typed_components_report_progress_to_clients_that_ask() {
     let fx = fixture();
     let recorder = Recorder::default();
     let client = connect(&fx, recorder.clone()).await;
-    let mut request = params("greeter", json!({"name": "Ada"}));
-    let mut meta = RequestMetaObject::default();
-    meta.set_progress_token(ProgressToken(NumberOrString::Number(7)));
-    request.meta = Some(meta);
+    let request = with_progress_token(params("greeter", json!({"name": "Ada"})), 7);
     let result = client.call_tool(request).await.unwrap();
     assert_eq!(result.is_error, Some(false), "{result:?}");
-    // Notifications are sent while the guest runs; allow them to arrive.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while recorder.progress.lock().unwrap().len() < 2 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let received = recorder.progress.lock().unwrap().clone();
+    let received = recorder.await_progress(2).await;
     // rmcp's client may substitute its own token on the wire; the server
     // must echo one token for the whole request.
     assert!(

@@ -37,3 +37,28 @@ impl ClientHandler for Recorder {
         self.progress.lock().unwrap().push(params);
     }
 }
+
+impl Recorder {
+    /// The notifications received once `count` arrived (or after 5 s):
+    /// they are sent while the guest runs and may trail the result.
+    pub async fn await_progress(&self, count: usize) -> Vec<ProgressNotificationParam> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while self.progress.lock().unwrap().len() < count && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        self.progress.lock().unwrap().clone()
+    }
+}
+
+/// `request` with a numeric progress token in its `_meta`.
+pub fn with_progress_token(
+    mut request: rmcp::model::CallToolRequestParams,
+    token: i64,
+) -> rmcp::model::CallToolRequestParams {
+    let mut meta = rmcp::model::RequestMetaObject::default();
+    meta.set_progress_token(rmcp::model::ProgressToken(
+        rmcp::model::NumberOrString::Number(token),
+    ));
+    request.meta = Some(meta);
+    request
+}
