@@ -551,3 +551,19 @@ fn stdout_carries_only_jsonrpc_and_stdin_close_ends_the_server() {
         "logs go to stderr: {stderr}"
     );
 }
+
+/// A client that goes away before `initialize` ends the server cleanly:
+/// exit 0, nothing on stdout, no error logged.
+#[test]
+fn stdin_closed_before_initialize_is_a_clean_exit() {
+    let fx = example_fixture();
+    let out = fx
+        .command(&["serve"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(!stderr.contains("ERROR"), "{stderr}");
+}

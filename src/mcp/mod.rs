@@ -273,10 +273,19 @@ impl ServerHandler for SkillServer {
 pub async fn serve_stdio(host: Arc<Host>, allow_write: bool) -> anyhow::Result<()> {
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(stdin, stdout);
-    let service = SkillServer::new(host, allow_write)
+    let service = match SkillServer::new(host, allow_write)
         .serve(lifecycle::DropEarlyNotifications::new(transport))
         .await
-        .map_err(|e| anyhow::anyhow!("MCP session did not start: {e}"))?;
+    {
+        Ok(service) => service,
+        // The client went away before `initialize` (a probe, a cancelled
+        // start): nothing failed here.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+            tracing::info!("stdin closed before the MCP session started");
+            return Ok(());
+        }
+        Err(e) => anyhow::bail!("MCP session did not start: {e}"),
+    };
     let reason = service.waiting().await?;
     tracing::info!(?reason, "MCP session ended");
     Ok(())
