@@ -23,7 +23,7 @@ fn fixture() -> (Fixture, String) {
             ("reader", READ, &["read"], None),
             ("runner", EXEC, &["execute"], None),
             ("admin", ADMIN, &["read", "execute", "write"], None),
-            ("slow", SLOW, &["read"], Some(60)),
+            ("slow", SLOW, &["read"], Some(6)),
         ],
     );
     (fx, tokens)
@@ -120,7 +120,7 @@ fn a_write_token_cannot_write_unless_the_server_allows_writes() {
 fn tokens_over_their_rate_are_refused_with_429() {
     let (fx, tokens) = fixture();
     let server = Server::start(&fx, &["--tokens", &tokens]);
-    // 60 per minute allows a burst of 10.
+    // 6 per minute allows a burst of 10 and refills one every 10 s.
     let codes: Vec<u16> = (0..14)
         .map(|_| get(&server, "/tools/skill_list", Some(SLOW)).0)
         .collect();
