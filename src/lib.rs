@@ -4,6 +4,7 @@
 //! and `read`. The CLI ([`cli`]) and the MCP server ([`mcp`]) are thin faces
 //! over it.
 
+pub mod access;
 pub mod api;
 pub mod cli;
 pub mod config;

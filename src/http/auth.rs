@@ -9,7 +9,7 @@ use std::time::Instant;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::mcp::Access;
+use crate::access::Access;
 use crate::skill::files::hex;
 
 /// The token file: `{"tokens": [{"name", "token" | "sha256", "scopes", "rate_per_minute"?}]}`.

@@ -31,6 +31,7 @@ use tower_service::Service;
 
 use self::auth::Tokens;
 use crate::Host;
+use crate::access::Access;
 use crate::api::{
     ActivateRequest, ChangeRequest, ConfigSetRequest, InstallRequest, ListRequest, LoadRequest,
     ReadRequest, RevisionsRequest, RunRequest,
@@ -38,7 +39,7 @@ use crate::api::{
 use crate::error::{ErrorKind, HostError};
 use crate::exec::RunContext;
 use crate::manage::Origin;
-use crate::mcp::{Access, SkillServer};
+use crate::mcp::SkillServer;
 
 /// How the HTTP server is set up.
 #[derive(Debug, Clone)]
@@ -327,16 +328,11 @@ fn granted(request_access: Option<axum::Extension<Access>>) -> Access {
     request_access.map(|a| a.0).unwrap_or_default()
 }
 
-/// 403 ACCESS_DENIED unless `allowed`.
-fn require(allowed: bool, scope: &str) -> Result<(), Box<Response>> {
-    if allowed {
-        Ok(())
-    } else {
-        Err(Box::new(rest::error(HostError::new(
-            ErrorKind::AccessDenied,
-            format!("this token lacks the `{scope}` scope (or the server does not allow writes)"),
-        ))))
-    }
+/// 403 ACCESS_DENIED unless the request's access may call `tool`.
+fn require(access: Option<axum::Extension<Access>>, tool: &str) -> Result<(), Box<Response>> {
+    granted(access)
+        .check(tool)
+        .map_err(|denied| Box::new(rest::error(denied)))
 }
 
 async fn not_found() -> Response {
@@ -397,7 +393,7 @@ async fn list_get(
     access: Option<axum::Extension<Access>>,
     Query(query): Query<ListQuery>,
 ) -> Response {
-    if let Err(r) = require(granted(access).read, "read") {
+    if let Err(r) = require(access, "skill_list") {
         return *r;
     }
     let request = ListRequest {
@@ -411,7 +407,7 @@ async fn list_post(
     access: Option<axum::Extension<Access>>,
     body: Result<Json<ListRequest>, JsonRejection>,
 ) -> Response {
-    if let Err(r) = require(granted(access).read, "read") {
+    if let Err(r) = require(access, "skill_list") {
         return *r;
     }
     let request = match body {
@@ -421,15 +417,15 @@ async fn list_post(
     rest::answer(&app.host, move |host, _| Ok(host.list(&request))).await
 }
 
-/// A POST route: scope check, body parse, blocking host call.
+/// A POST route for `$tool`: scope check, body parse, blocking host call.
 macro_rules! post_route {
-    ($name:ident, $request:ty, $scope:ident, |$host:ident, $req:ident, $cancel:ident| $call:expr) => {
+    ($name:ident, $tool:literal, $request:ty, |$host:ident, $req:ident, $cancel:ident| $call:expr) => {
         async fn $name(
             State(app): State<Arc<App>>,
             access: Option<axum::Extension<Access>>,
             body: Result<Json<$request>, JsonRejection>,
         ) -> Response {
-            if let Err(r) = require(granted(access).$scope, stringify!($scope)) {
+            if let Err(r) = require(access, $tool) {
                 return *r;
             }
             let $req = match body {
@@ -445,40 +441,61 @@ macro_rules! post_route {
     };
 }
 
-post_route!(load, LoadRequest, read, |host, request, cancel| host
-    .load_request(&request));
-post_route!(read, ReadRequest, read, |host, request, cancel| host
-    .read(&request));
-post_route!(run, RunRequest, execute, |host, request, cancel| {
+post_route!(load, "skill_load", LoadRequest, |host, request, cancel| {
+    host.load_request(&request)
+});
+post_route!(read, "skill_read", ReadRequest, |host, request, cancel| {
+    host.read(&request)
+});
+post_route!(run, "skill_run", RunRequest, |host, request, cancel| {
     let context = RunContext {
         cancel: Some(cancel),
         progress: None,
     };
     host.run(&request, &context)
 });
-post_route!(install, InstallRequest, write, |host, request, cancel| host
-    .install(&request, Origin::Client));
-post_route!(remove, ChangeRequest, write, |host, request, cancel| host
-    .remove(&request));
-post_route!(enable, ChangeRequest, write, |host, request, cancel| host
-    .set_enabled(&request, true));
-post_route!(disable, ChangeRequest, write, |host, request, cancel| host
-    .set_enabled(&request, false));
+post_route!(
+    install,
+    "skill_install",
+    InstallRequest,
+    |host, request, cancel| host.install(&request, Origin::Client)
+);
+post_route!(
+    remove,
+    "skill_remove",
+    ChangeRequest,
+    |host, request, cancel| host.remove(&request)
+);
+post_route!(
+    enable,
+    "skill_enable",
+    ChangeRequest,
+    |host, request, cancel| host.set_enabled(&request, true)
+);
+post_route!(
+    disable,
+    "skill_disable",
+    ChangeRequest,
+    |host, request, cancel| host.set_enabled(&request, false)
+);
 post_route!(
     config_set,
+    "skill_config_set",
     ConfigSetRequest,
-    write,
     |host, request, cancel| host.config_set(&request)
 );
 post_route!(
     revisions,
+    "skill_revisions",
     RevisionsRequest,
-    write,
     |host, request, cancel| host.revisions(&request)
 );
-post_route!(activate, ActivateRequest, write, |host, request, cancel| {
-    host.activate(&request)
-});
+post_route!(
+    activate,
+    "skill_activate",
+    ActivateRequest,
+    |host, request, cancel| host.activate(&request)
+);
 
 #[cfg(test)]
 mod tests {

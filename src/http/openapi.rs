@@ -4,6 +4,7 @@
 use schemars::{JsonSchema, schema_for};
 use serde_json::{Value, json};
 
+use crate::access::Access;
 use crate::api::{
     ActivateRequest, ChangeRequest, ConfigSetRequest, FileContent, InstallRequest, Installed,
     ListRequest, LoadRequest, LoadedSkill, ReadRequest, RevisionsRequest, RunRequest, SkillList,
@@ -45,7 +46,10 @@ fn hoist_defs(value: &mut Value, defs: &mut serde_json::Map<String, Value>) {
     }
 }
 
-fn operation<Req: JsonSchema, Res: JsonSchema>(summary: &str, scope: &str) -> Value {
+/// The POST operation of the route for `tool`; its scope comes from the
+/// same rule the routes enforce.
+fn operation<Req: JsonSchema, Res: JsonSchema>(summary: &str, tool: &str) -> Value {
+    let scope = Access::scope_for(tool);
     json!({
         "post": {
             "summary": summary,
@@ -74,10 +78,10 @@ fn responses<Res: JsonSchema>() -> Value {
 
 /// The whole document.
 pub fn document() -> Value {
-    let mut list = operation::<ListRequest, SkillList>("List the available skills", "read");
+    let mut list = operation::<ListRequest, SkillList>("List the available skills", "skill_list");
     list["get"] = json!({
         "summary": "List the available skills",
-        "description": "Needs the `read` scope.",
+        "description": format!("Needs the `{}` scope.", Access::scope_for("skill_list")),
         "parameters": [{"name": "include_disabled", "in": "query", "schema": {"type": "boolean"}}],
         "responses": responses::<SkillList>(),
     });
@@ -92,16 +96,16 @@ pub fn document() -> Value {
         "security": [{"bearer": []}],
         "paths": {
             "/tools/skill_list": list,
-            "/tools/skill_load": operation::<LoadRequest, LoadedSkill>("Load a skill's instructions and file index", "read"),
-            "/tools/skill_read": operation::<ReadRequest, FileContent>("Read one related file of a skill", "read"),
-            "/tools/skill_run": operation::<RunRequest, Envelope>("Run a component; a failed run is a 200 with status failed in the envelope", "execute"),
-            "/tools/skill_install": operation::<InstallRequest, Installed>("Install or upgrade a skill in the managed store", "write"),
-            "/tools/skill_remove": operation::<ChangeRequest, StoredSkill>("Remove an installed skill", "write"),
-            "/tools/skill_enable": operation::<ChangeRequest, StoredSkill>("Enable an installed skill", "write"),
-            "/tools/skill_disable": operation::<ChangeRequest, StoredSkill>("Disable an installed skill", "write"),
-            "/tools/skill_config_set": operation::<ConfigSetRequest, StoredSkill>("Set a config value", "write"),
-            "/tools/skill_revisions": operation::<RevisionsRequest, StoredSkill>("An installed skill's revisions", "write"),
-            "/tools/skill_activate": operation::<ActivateRequest, StoredSkill>("Make a kept revision active", "write"),
+            "/tools/skill_load": operation::<LoadRequest, LoadedSkill>("Load a skill's instructions and file index", "skill_load"),
+            "/tools/skill_read": operation::<ReadRequest, FileContent>("Read one related file of a skill", "skill_read"),
+            "/tools/skill_run": operation::<RunRequest, Envelope>("Run a component; a failed run is a 200 with status failed in the envelope", "skill_run"),
+            "/tools/skill_install": operation::<InstallRequest, Installed>("Install or upgrade a skill in the managed store", "skill_install"),
+            "/tools/skill_remove": operation::<ChangeRequest, StoredSkill>("Remove an installed skill", "skill_remove"),
+            "/tools/skill_enable": operation::<ChangeRequest, StoredSkill>("Enable an installed skill", "skill_enable"),
+            "/tools/skill_disable": operation::<ChangeRequest, StoredSkill>("Disable an installed skill", "skill_disable"),
+            "/tools/skill_config_set": operation::<ConfigSetRequest, StoredSkill>("Set a config value", "skill_config_set"),
+            "/tools/skill_revisions": operation::<RevisionsRequest, StoredSkill>("An installed skill's revisions", "skill_revisions"),
+            "/tools/skill_activate": operation::<ActivateRequest, StoredSkill>("Make a kept revision active", "skill_activate"),
         },
     });
     let mut defs = serde_json::Map::new();

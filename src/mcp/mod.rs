@@ -20,6 +20,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 
 use crate::Host;
+use crate::access::Access;
 use crate::api::{
     FileContent, ListRequest, LoadRequest, LoadedSkill, ReadRequest, RunRequest, SkillList,
 };
@@ -44,36 +45,6 @@ impl IntoCallToolResult for ToolError {
         let body = serde_json::to_string(&ErrorBody::from(self.0))
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         Ok(CallToolResult::error(vec![ContentBlock::text(body)]).into())
-    }
-}
-
-/// What a client may do. Over HTTP the auth layer puts one in the request's
-/// extensions; each tool call is checked against it (the tool list itself is
-/// the same for everyone). Over stdio there is none: the client owns the process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Access {
-    pub read: bool,
-    pub execute: bool,
-    pub write: bool,
-}
-
-impl Access {
-    /// The scope a tool needs: `read`, `execute` or `write`.
-    pub fn scope_for(tool: &str) -> &'static str {
-        match tool {
-            "skill_list" | "skill_load" | "skill_read" => "read",
-            "skill_run" => "execute",
-            _ => "write",
-        }
-    }
-
-    /// Whether `scope` is granted.
-    pub fn allows(&self, scope: &str) -> bool {
-        match scope {
-            "read" => self.read,
-            "execute" => self.execute,
-            _ => self.write,
-        }
     }
 }
 
@@ -238,22 +209,15 @@ impl ServerHandler for SkillServer {
         request: rmcp::model::CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Over HTTP the auth layer put the token's Access in the request.
         if let Some(parts) = context.extensions.get::<axum::http::request::Parts>() {
             let access = parts
                 .extensions
                 .get::<Access>()
                 .copied()
                 .unwrap_or_default();
-            let scope = Access::scope_for(&request.name);
-            if !access.allows(scope) {
-                return ToolError(HostError::new(
-                    ErrorKind::AccessDenied,
-                    format!(
-                        "this token lacks the `{scope}` scope that {} needs",
-                        request.name
-                    ),
-                ))
-                .into_call_tool_result();
+            if let Err(denied) = access.check(&request.name) {
+                return ToolError(denied).into_call_tool_result();
             }
         }
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
