@@ -209,15 +209,7 @@ impl Host {
     pub fn config_set(&self, request: &ConfigSetRequest) -> Result<StoredSkill, HostError> {
         let store = self.store();
         let catalog = store.catalog()?;
-        let entry = catalog.skills.get(&request.name).ok_or_else(|| {
-            HostError::new(
-                ErrorKind::SkillNotFound,
-                format!(
-                    "no skill `{}` is installed in the managed store",
-                    request.name
-                ),
-            )
-        })?;
+        let entry = catalog.installed(&request.name)?;
         let manifest = self.active_manifest(&store, &request.name, entry)?;
         let field = manifest.config.get(&request.key).ok_or_else(|| {
             let keys: Vec<&str> = manifest.config.keys().map(String::as_str).collect();
@@ -248,15 +240,7 @@ impl Host {
     /// An installed skill's revisions, version, enabled flag and (masked) config.
     pub fn revisions(&self, request: &RevisionsRequest) -> Result<StoredSkill, HostError> {
         let catalog = self.store().catalog()?;
-        let entry = catalog.skills.get(&request.name).cloned().ok_or_else(|| {
-            HostError::new(
-                ErrorKind::SkillNotFound,
-                format!(
-                    "no skill `{}` is installed in the managed store",
-                    request.name
-                ),
-            )
-        })?;
+        let entry = catalog.installed(&request.name)?.clone();
         Ok(self.stored(Changed {
             name: request.name.clone(),
             entry: Some(entry),

@@ -361,7 +361,7 @@ fn missing(catalog: &Catalog, name: &str, expected_version: Option<u64>) -> Host
     }
 }
 
-fn not_installed(name: &str) -> HostError {
+pub(crate) fn not_installed(name: &str) -> HostError {
     HostError::new(
         ErrorKind::SkillNotFound,
         format!("no skill `{name}` is installed in the managed store"),
