@@ -77,7 +77,9 @@ pub struct RevisionInfo {
 impl Catalog {
     /// The entry of an installed skill, or SKILL_NOT_FOUND.
     pub fn installed(&self, name: &str) -> Result<&Entry, crate::error::HostError> {
-        self.skills.get(name).ok_or_else(|| super::not_installed(name))
+        self.skills
+            .get(name)
+            .ok_or_else(|| super::not_installed(name))
     }
 
     /// Read the catalog; a missing file is an empty catalog.

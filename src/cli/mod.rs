@@ -1,24 +1,29 @@
 //! The command-line face: clap parsing, tracing set-up and human or `--json`
 //! rendering of the [`Host`] results.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::sync::Arc;
+mod host_args;
+mod render;
+mod serve;
 
-use base64::Engine as _;
-use clap::{Args, Parser, Subcommand};
-use serde::Serialize;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
 
 use crate::Host;
 use crate::api::{
-    ActivateRequest, ChangeRequest, ConfigSetRequest, Encoding, InstallRequest, ListRequest,
-    ReadRequest, RevisionsRequest, RunRequest,
+    ActivateRequest, ChangeRequest, ConfigSetRequest, InstallRequest, ListRequest, ReadRequest,
+    RevisionsRequest, RunRequest,
 };
-use crate::config::{ExecConfig, HostConfig, Limits};
 use crate::error::ErrorKind;
-use crate::error::{ErrorBody, HostError};
+use crate::error::HostError;
 use crate::exec::{RunContext, Status};
 use crate::manage::Origin;
+
+use self::host_args::HostArgs;
+use self::render::{
+    answer, print_json, render_list, render_load, render_read, render_validation, report,
+};
+use self::serve::serve;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -229,120 +234,6 @@ enum ConfigAction {
         #[arg(long)]
         expected_version: Option<u64>,
     },
-}
-
-/// Where skills come from and the limits; shared by every subcommand.
-#[derive(Args, Debug)]
-struct HostArgs {
-    /// Workspace root; its `.agents/skills` is the highest-priority source.
-    #[arg(long, default_value = ".")]
-    workspace: PathBuf,
-    /// State directory (managed skills live in `<state-dir>/skills`). Default: `<workspace>/.skillhost`.
-    #[arg(long)]
-    state_dir: Option<PathBuf>,
-    /// Extra skills directory, lowest priority; repeat for more.
-    #[arg(long = "skills-dir", value_name = "DIR")]
-    skills_dirs: Vec<PathBuf>,
-    /// Do not read the global source `${XDG_CONFIG_HOME:-~/.config}/agents/skills`.
-    #[arg(long)]
-    no_global: bool,
-    /// Largest SKILL.md that is parsed.
-    #[arg(long, default_value_t = Limits::default().max_skill_md_bytes)]
-    max_skill_md_bytes: u64,
-    /// Largest number of bytes one skill_read returns.
-    #[arg(long, default_value_t = Limits::default().max_file_bytes)]
-    max_file_bytes: u64,
-    /// Related files listed per skill.
-    #[arg(long, default_value_t = Limits::default().max_files_listed)]
-    max_files_listed: usize,
-    /// Skills accepted across all sources.
-    #[arg(long, default_value_t = Limits::default().max_skills)]
-    max_skills: usize,
-    /// Directory entries read per scan.
-    #[arg(long, default_value_t = Limits::default().max_scan_entries)]
-    max_scan_entries: usize,
-    /// Depth below a skill directory to which files are listed.
-    #[arg(long, default_value_t = Limits::default().max_file_depth)]
-    max_file_depth: usize,
-    /// A value components may receive for an `env` key they declare: `KEY=VALUE`, or `KEY` to pass this process's own variable. Repeatable.
-    #[arg(long = "env", value_name = "KEY[=VALUE]")]
-    env: Vec<String>,
-    /// Longest run allowed, in seconds (also bounds a request's timeout_seconds).
-    #[arg(long, default_value_t = ExecConfig::default().max_timeout_ms / 1000)]
-    max_timeout_seconds: u64,
-    /// Most memory one run may use, in MiB.
-    #[arg(long, default_value_t = ExecConfig::default().max_memory_mb)]
-    max_memory_mb: u64,
-    /// Runs executing at once; more wait until their deadline.
-    #[arg(long, default_value_t = ExecConfig::default().max_concurrent_runs)]
-    max_concurrent_runs: u32,
-    /// Runs that may wait for a slot; more are refused at once with RESOURCE_EXHAUSTED.
-    #[arg(long, default_value_t = ExecConfig::default().max_waiting_runs)]
-    max_waiting_runs: u32,
-    /// The bubblewrap binary for script components (default: /usr/bin/bwrap or PATH).
-    #[arg(long, value_name = "PATH")]
-    bwrap: Option<PathBuf>,
-    /// UNSAFE: run scripts without any sandbox when bubblewrap is unusable.
-    /// Every such run is logged and reported in its envelope (`sandbox: "none"`).
-    #[arg(long)]
-    unsafe_allow_unsandboxed_scripts: bool,
-    /// Revisions kept per installed skill (older ones are deleted).
-    #[arg(long, default_value_t = 10)]
-    keep_revisions: usize,
-    /// How long files that scripts leave behind are kept under the state dir (0: not kept).
-    #[arg(long, default_value_t = ExecConfig::default().artifact_retention_secs)]
-    artifact_retention_seconds: u64,
-}
-
-impl HostArgs {
-    fn config(&self) -> HostConfig {
-        let mut config = HostConfig::new(&self.workspace);
-        if let Some(state_dir) = &self.state_dir {
-            config = config.with_state_dir(state_dir);
-        }
-        if self.no_global {
-            config.global_dir = None;
-        }
-        for dir in &self.skills_dirs {
-            config = config.with_extra_dir(dir);
-        }
-        config.limits = Limits {
-            max_skill_md_bytes: self.max_skill_md_bytes,
-            max_file_bytes: self.max_file_bytes,
-            max_files_listed: self.max_files_listed,
-            max_skills: self.max_skills,
-            max_scan_entries: self.max_scan_entries,
-            max_file_depth: self.max_file_depth,
-        };
-        config.exec.max_timeout_ms = self.max_timeout_seconds.max(1) * 1000;
-        config.exec.default_timeout_ms = config
-            .exec
-            .default_timeout_ms
-            .min(config.exec.max_timeout_ms);
-        config.exec.max_memory_mb = self.max_memory_mb.max(1);
-        config.exec.default_memory_mb =
-            config.exec.default_memory_mb.min(config.exec.max_memory_mb);
-        config.exec.max_concurrent_runs = self.max_concurrent_runs.max(1);
-        config.exec.max_waiting_runs = self.max_waiting_runs;
-        config.exec.bwrap_path = self.bwrap.clone();
-        config.exec.allow_unsandboxed_scripts = self.unsafe_allow_unsandboxed_scripts;
-        config.exec.artifact_retention_secs = self.artifact_retention_seconds;
-        config.keep_revisions = self.keep_revisions.max(1);
-        for entry in &self.env {
-            match entry.split_once('=') {
-                Some((key, value)) => {
-                    config.exec.env.insert(key.to_string(), value.to_string());
-                }
-                None => match std::env::var(entry) {
-                    Ok(value) => {
-                        config.exec.env.insert(entry.clone(), value);
-                    }
-                    Err(_) => tracing::warn!("--env {entry}: this process has no such variable"),
-                },
-            }
-        }
-        config
-    }
 }
 
 /// Parse the command line, run it, and return the process exit code
@@ -648,202 +539,4 @@ fn init_tracing(flag: Option<&str>, default_level: &str) {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
-}
-
-fn serve(config: HostConfig, allow_write: bool, http: Option<crate::http::HttpOptions>) -> i32 {
-    let host = Arc::new(Host::new(config));
-    let list = host.list(&ListRequest::default());
-    tracing::info!(
-        skills = list.skills.len(),
-        sources = %list
-            .skills_dirs
-            .iter()
-            .map(|d| format!("{}={}", d.source.as_str(), d.path))
-            .collect::<Vec<_>>()
-            .join(" "),
-        "skillhost {} serving {}",
-        env!("CARGO_PKG_VERSION"),
-        if http.is_some() { "HTTP" } else { "MCP on stdio" }
-    );
-    for warning in &list.warnings {
-        tracing::warn!("{warning}");
-    }
-    let warm = Arc::clone(&host);
-    if let Err(error) = std::thread::Builder::new()
-        .name("skillhost-warm-up".into())
-        .spawn(move || warm.warm_up())
-    {
-        tracing::warn!(%error, "cannot warm up the component runtime; the first run will");
-    }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            tracing::error!("cannot start the async runtime: {error}");
-            return 2;
-        }
-    };
-    let served = match http {
-        Some(options) => runtime.block_on(crate::http::serve_http(host, options)),
-        None => runtime.block_on(crate::mcp::serve_stdio(host, allow_write)),
-    };
-    match served {
-        Ok(()) => 0,
-        Err(error) => {
-            tracing::error!("{error:#}");
-            2
-        }
-    }
-}
-
-fn print_json<T: Serialize>(value: &T) -> i32 {
-    let mut out = std::io::stdout().lock();
-    match serde_json::to_writer_pretty(&mut out, value) {
-        Ok(()) => {
-            let _ = writeln!(out);
-            0
-        }
-        Err(error) => {
-            eprintln!("error: cannot write JSON: {error}");
-            2
-        }
-    }
-}
-
-fn report(error: HostError, json: bool) -> i32 {
-    let code = error.kind.exit_code();
-    if json {
-        print_json(&ErrorBody::from(error));
-    } else {
-        eprintln!("error: {error}");
-    }
-    code
-}
-
-fn render_list(list: &crate::api::SkillList) {
-    let mut out = std::io::stdout().lock();
-    let width = list.skills.iter().map(|s| s.name.len()).max().unwrap_or(0);
-    for skill in &list.skills {
-        let description = first_line(&skill.description, 100);
-        let _ = writeln!(
-            out,
-            "{:width$}  {:8} {}",
-            skill.name,
-            skill.source.as_str(),
-            description
-        );
-    }
-    if list.skills.is_empty() {
-        let _ = writeln!(out, "no skills found");
-    }
-    let _ = writeln!(out, "\nskills directories (first wins):");
-    for dir in &list.skills_dirs {
-        let missing = if dir.exists { "" } else { "  (missing)" };
-        let _ = writeln!(out, "  {:8} {}{missing}", dir.source.as_str(), dir.path);
-    }
-    let skill_warnings = list
-        .skills
-        .iter()
-        .flat_map(|s| s.warnings.iter().map(move |w| format!("{}: {w}", s.name)));
-    for warning in list.warnings.iter().cloned().chain(skill_warnings) {
-        eprintln!("warning: {warning}");
-    }
-}
-
-/// Print a management result as JSON, or the error body; the exit code.
-fn answer<T: Serialize>(result: Result<T, HostError>) -> i32 {
-    match result {
-        Ok(value) => print_json(&value),
-        Err(error) => report(error, true),
-    }
-}
-
-fn render_validation(path: &std::path::Path, report: &crate::validate::Report) {
-    let mut out = std::io::stdout().lock();
-    let name = report.skill.as_deref().unwrap_or("?");
-    let verdict = if report.ok { "ok" } else { "invalid" };
-    let _ = writeln!(out, "{verdict}: skill `{name}` at {}", path.display());
-    for component in &report.components {
-        let runtime = component
-            .runtime
-            .map(|r| format!("{r:?}").to_lowercase())
-            .unwrap_or_else(|| "not executable".into());
-        let world = component
-            .world
-            .as_deref()
-            .map(|w| format!(", {w}"))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "  component {} ({}): {runtime}{world}",
-            component.name, component.path
-        );
-    }
-    for error in &report.errors {
-        let _ = writeln!(out, "  error: {error}");
-    }
-    for warning in &report.warnings {
-        let _ = writeln!(out, "  warning: {warning}");
-    }
-}
-
-fn render_load(skill: &crate::api::LoadedSkill) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "skill: {} ({})", skill.name, skill.source.as_str());
-    let _ = writeln!(out, "dir:   {}", skill.skill_dir);
-    if !skill.files.is_empty() {
-        let _ = writeln!(out, "files:");
-        for file in &skill.files {
-            let kind = serde_json::to_value(file.kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
-            let _ = writeln!(out, "  {}  ({} bytes, {kind})", file.path, file.size);
-        }
-    }
-    let _ = writeln!(out, "---\n{}", skill.instructions.trim_start_matches('\n'));
-    for warning in &skill.warnings {
-        eprintln!("warning: {warning}");
-    }
-}
-
-fn render_read(content: &crate::api::FileContent) -> i32 {
-    let bytes = match content.encoding {
-        Encoding::Utf8 => content.content.as_bytes().to_vec(),
-        Encoding::Base64 => {
-            match base64::engine::general_purpose::STANDARD.decode(&content.content) {
-                Ok(bytes) => bytes,
-                Err(error) => {
-                    eprintln!("error: {error}");
-                    return 2;
-                }
-            }
-        }
-    };
-    let mut out = std::io::stdout().lock();
-    if out.write_all(&bytes).and_then(|_| out.flush()).is_err() {
-        return 2;
-    }
-    if content.truncated {
-        eprintln!(
-            "note: returned bytes {}..{} of {}; use --offset {} for more",
-            content.offset,
-            content.offset + content.length,
-            content.size,
-            content.offset + content.length
-        );
-    }
-    0
-}
-
-fn first_line(text: &str, max_chars: usize) -> String {
-    let line = text.lines().next().unwrap_or("");
-    if line.chars().count() > max_chars || text.lines().nth(1).is_some() {
-        let cut: String = line.chars().take(max_chars.saturating_sub(1)).collect();
-        format!("{}…", cut.trim_end())
-    } else {
-        line.to_string()
-    }
 }
