@@ -379,24 +379,12 @@ pub fn run() -> i32 {
             host,
             name,
             expected_version,
-        } => answer(Host::new(host.config()).set_enabled(
-            &ChangeRequest {
-                name,
-                expected_version,
-            },
-            true,
-        )),
+        } => set_enabled(&host, name, expected_version, true),
         Command::Disable {
             host,
             name,
             expected_version,
-        } => answer(Host::new(host.config()).set_enabled(
-            &ChangeRequest {
-                name,
-                expected_version,
-            },
-            false,
-        )),
+        } => set_enabled(&host, name, expected_version, false),
         Command::Config {
             action:
                 ConfigAction::Set {
@@ -502,6 +490,15 @@ pub fn run() -> i32 {
             }
         }
     }
+}
+
+/// `enable` / `disable`.
+fn set_enabled(host: &HostArgs, name: String, expected_version: Option<u64>, enabled: bool) -> i32 {
+    let request = ChangeRequest {
+        name,
+        expected_version,
+    };
+    answer(Host::new(host.config()).set_enabled(&request, enabled))
 }
 
 /// `--input`: inline JSON, `@FILE`, or `-` for stdin.
